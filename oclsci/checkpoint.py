@@ -1,0 +1,81 @@
+"""Checkpoint files of a Jacobi run: the iterate, the right-hand side and the iteration count.
+
+A checkpoint is a NumPy ``.npz`` file written atomically, so a run killed while saving leaves
+the previous checkpoint intact. It carries the right-hand side too, so that a resumed run
+needs no input file.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .io import atomic_path
+
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Checkpoint:
+    """The state of a Jacobi run after ``iteration`` steps."""
+
+    x: np.ndarray
+    rhs: np.ndarray
+    iteration: int
+    original: np.ndarray | None = None  # the built-in picture, when the run started from it
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Floating-point type of the run."""
+        return self.x.dtype
+
+
+def save_checkpoint(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
+    """Write ``checkpoint`` to ``path`` atomically."""
+    arrays = {"x": checkpoint.x, "rhs": checkpoint.rhs,
+              "iteration": np.int64(checkpoint.iteration),
+              "format_version": np.int64(FORMAT_VERSION)}
+    if checkpoint.original is not None:
+        arrays["original"] = checkpoint.original
+    with atomic_path(path) as temporary, open(temporary, "wb") as stream:
+        np.savez(stream, **arrays)
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
+def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
+    """Read and check a checkpoint; any problem is an :class:`InputError` naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"checkpoint {path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            fields = {name: data[name] for name in data.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as error:
+        reason = (str(error).strip() or type(error).__name__).splitlines()[0]
+        raise InputError(f"checkpoint {path}: not a readable checkpoint ({reason})") from None
+    missing = {"x", "rhs", "iteration", "format_version"} - set(fields)
+    if missing:
+        raise InputError(f"checkpoint {path}: missing {', '.join(sorted(missing))}")
+    if int(fields["format_version"]) != FORMAT_VERSION:
+        raise InputError(f"checkpoint {path}: format version {int(fields['format_version'])} "
+                         f"is not supported (expected {FORMAT_VERSION})")
+    x, rhs = fields["x"], fields["rhs"]
+    if x.ndim != 2 or x.shape != rhs.shape or x.size == 0:
+        raise InputError(f"checkpoint {path}: inconsistent shapes {x.shape} and {rhs.shape}")
+    if x.dtype not in (np.float32, np.float64):
+        raise InputError(f"checkpoint {path}: unsupported dtype {x.dtype}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(rhs))):
+        raise InputError(f"checkpoint {path}: holds NaN or infinite values")
+    iteration = int(fields["iteration"])
+    if iteration < 0:
+        raise InputError(f"checkpoint {path}: negative iteration count {iteration}")
+    original = fields.get("original")
+    if original is not None and original.shape != x.shape:
+        raise InputError(f"checkpoint {path}: picture shape {original.shape} != {x.shape}")
+    return Checkpoint(x=x, rhs=rhs, iteration=iteration, original=original)

@@ -1,0 +1,122 @@
+"""The ``oclsci`` command: a thin layer that parses options, calls the API and prints.
+
+Each command lives in its own module of this package and is imported only when used.
+User errors print one line and exit non-zero; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import signal
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import KernelBuildError, OclsciError
+
+# Command name -> module defining a click command of the same name.
+COMMANDS = {
+    "devices": "oclsci.cli.devices",
+    "jacobi": "oclsci.cli.jacobi",
+    "laplacian": "oclsci.cli.jacobi",
+    "mandelbrot": "oclsci.cli.mandelbrot",
+    "elementwise": "oclsci.cli.elementwise",
+    "bench": "oclsci.cli.bench",
+    "tune": "oclsci.cli.tune",
+}
+
+EXIT_SIGNAL_BASE = 128
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported on first use (fast start, no unused imports)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name, module in COMMANDS.items()
+                      if importlib.util.find_spec(module) is not None)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module_name = COMMANDS.get(cmd_name)
+        if module_name is None or importlib.util.find_spec(module_name) is None:
+            return None
+        module = importlib.import_module(module_name)
+        return getattr(module, cmd_name.replace("-", "_") + "_command")
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="oclsci")
+@click.option("--debug", is_flag=True, help="Show tracebacks instead of one-line errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """oclsci: vendor-neutral OpenCL solvers for NVIDIA, AMD and Intel GPUs and CPUs (PoCL).
+
+    The device comes from --device SPEC, then PYOPENCL_CTX (e.g. '0:1', 'nvidia',
+    'portable:0'), then the first GPU, then the first device.
+    """
+    ctx.obj = {"debug": debug}
+
+
+class SignalExit(Exception):
+    """Raised in the main thread when SIGTERM, SIGINT or SIGHUP arrives."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_on_signal(signum: int, frame: object) -> None:
+    raise SignalExit(signum)
+
+
+def _error(message: str) -> None:
+    click.echo(f"oclsci: error: {message}", err=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``oclsci`` console script."""
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_on_signal)
+    try:
+        cli.main(args=argv, prog_name="oclsci", standalone_mode=False)
+    except click.exceptions.Abort:
+        _error("interrupted")
+        sys.exit(EXIT_SIGNAL_BASE + signal.SIGINT)
+    except click.ClickException as error:
+        error.show()
+        sys.exit(error.exit_code)
+    except click.exceptions.Exit as error:
+        sys.exit(error.exit_code)
+    except Exception as error:  # noqa: BLE001 - every error becomes one line unless --debug
+        if debug:
+            raise
+        sys.exit(_report(error))
+    except KeyboardInterrupt:
+        _error("interrupted (SIGINT)")
+        sys.exit(EXIT_SIGNAL_BASE + signal.SIGINT)
+
+
+def _report(error: Exception) -> int:
+    """Print one line for ``error`` and return the exit code."""
+    if isinstance(error, SignalExit):
+        _error(f"stopped by {error}; no output written")
+        return EXIT_SIGNAL_BASE + error.signum
+    if isinstance(error, OclsciError):
+        _error(str(error))
+        if isinstance(error, KernelBuildError) and error.build_log.strip():
+            click.echo("build log:\n" + error.build_log.rstrip(), err=True)
+        return error.exit_code
+    import pyopencl as cl
+
+    if isinstance(error, cl.Error):
+        _error(f"OpenCL: {error}".splitlines()[0])
+        return 1
+    if isinstance(error, MemoryError):
+        _error("out of host memory")
+        return 1
+    if isinstance(error, OSError):
+        _error(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "))
+        return 1
+    _error(f"internal error ({type(error).__name__}: {error}); rerun with --debug and report it")
+    return 1

@@ -1,0 +1,35 @@
+"""``oclsci devices``: list every OpenCL platform and device with its SPEC."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..device import list_devices
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**10:.0f} KiB"
+
+
+@click.command("devices")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def devices_command(as_json: bool) -> None:
+    """List OpenCL platforms and devices with the SPEC that selects each."""
+    devices = list_devices()
+    if as_json:
+        click.echo(json.dumps(devices, indent=2))
+        return
+    platform = None
+    for info in devices:
+        if info["platform"] != platform:
+            platform = info["platform"]
+            click.echo(f"platform {info['spec'].split(':')[0]}: {platform}")
+        click.echo(
+            f"  {info['spec']:<5} {info['name']}  [{info['type']}, {info['vendor']}]\n"
+            f"        OpenCL {info['opencl_version']}, driver {info['driver_version']}; "
+            f"{info['compute_units']} CUs, global {_gib(info['global_mem_bytes'])}, "
+            f"local {_gib(info['local_mem_bytes'])}, max work-group {info['max_work_group_size']}, "
+            f"fp64 {'yes' if info['fp64'] else 'no'}"
+        )

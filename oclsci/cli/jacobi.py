@@ -1,0 +1,225 @@
+"""``oclsci jacobi`` and ``oclsci laplacian``: reconstruct a picture from its Laplacian."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from dataclasses import dataclass, field
+
+import click
+import numpy as np
+
+from ..errors import InputError
+from .options import device_option, dtype_option, quiet_option
+
+OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
+
+
+class StopFlag:
+    """Turns SIGTERM and SIGUSR1 (Slurm's warning before the time limit) into a flag.
+
+    The solver polls it between launches, writes its checkpoint and exits with code 75.
+    """
+
+    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+        self._previous: dict = {}
+
+    def __call__(self) -> bool:
+        return self.signal_name is not None
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.signal_name = signal.Signals(signum).name
+
+    def __enter__(self) -> StopFlag:
+        for signum in self.SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+@dataclass
+class Problem:
+    """What to solve: the right-hand side, the start and where it came from."""
+
+    rhs: np.ndarray
+    x0: np.ndarray | None = None
+    iteration: int = 0
+    original: np.ndarray | None = None
+    source: str = ""
+    notes: list = field(default_factory=list)
+
+
+def load_problem(input_path: str | None, resume: str | None) -> Problem:
+    """Read the input file, the built-in picture, or a checkpoint to resume."""
+    from ..checkpoint import load_checkpoint
+    from ..io import read_array
+    from ..jacobi_reference import laplacian
+    from ..picture import builtin_picture
+
+    if resume:
+        state = load_checkpoint(resume)
+        if input_path is not None:
+            rhs = read_array(input_path)
+            if rhs.shape != state.rhs.shape or not np.array_equal(
+                    rhs.astype(state.rhs.dtype), state.rhs):
+                raise InputError(f"checkpoint {resume} was made for another input than "
+                                 f"{input_path}")
+        return Problem(rhs=state.rhs, x0=state.x, iteration=state.iteration,
+                       original=state.original, source=f"checkpoint {resume}")
+    if input_path is None:
+        picture = builtin_picture()
+        return Problem(rhs=laplacian(picture), original=picture,
+                       source="built-in 400x266 picture (its Laplacian)")
+    return Problem(rhs=read_array(input_path), source=input_path)
+
+
+def _progress_bar(total: int, start: int):
+    bar = click.progressbar(length=max(total - start, 1), label="jacobi", file=sys.stderr,
+                            show_eta=True, show_percent=True)
+    state = {"shown": start}
+
+    def update(done: int, total_: int) -> None:
+        bar.update(done - state["shown"])
+        state["shown"] = done
+
+    return bar, update
+
+
+@click.command("jacobi")
+@click.argument("input_path", metavar="[INPUT]", required=False,
+                type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Result: .npy (raw values, exact), .png or .pgm (scaled to 8 bits).")
+@click.option("--iterations", "-n", type=int, default=150000, show_default=True,
+              help="Total Jacobi steps (including those already in a resumed checkpoint).")
+@click.option("--tol", type=float, default=None,
+              help="Stop once ||L x - B|| / ||B|| < TOL (checked every --check-every steps).")
+@click.option("--check-every", type=int, default=1000, show_default=True,
+              help="Steps between residual checks with --tol.")
+@dtype_option
+@click.option("--kernel", default="auto", show_default=True,
+              help="Kernel: auto, seed, coalesced, blocked (see `oclsci tune`).")
+@device_option
+@click.option("--checkpoint", type=click.Path(dir_okay=False),
+              help="Checkpoint file (.npz): written every --checkpoint-every steps and on "
+                   "SIGTERM/SIGUSR1 (then exit code 75).")
+@click.option("--checkpoint-every", type=int, default=0,
+              help="Steps between checkpoints (0: only on a signal).")
+@click.option("--resume", type=click.Path(dir_okay=False),
+              help="Continue from this checkpoint (INPUT may then be left out).")
+@click.option("--compare", type=click.Path(dir_okay=False),
+              help="Also write a side-by-side picture (input, result) to this .png.")
+@quiet_option
+def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kernel, device,
+                   checkpoint, checkpoint_every, resume, compare, quiet):
+    """Reconstruct X from its Laplacian INPUT (.npy, or a grayscale image) by Jacobi iteration.
+
+    Without INPUT, reconstructs a built-in 400x266 picture from its Laplacian and prints the
+    reconstruction error. Exit code 75 means a signal stopped the run after writing the
+    checkpoint: rerun with --resume to finish.
+    """
+    from ..io import check_output_path
+    from ..jacobi import KERNEL_NAMES
+
+    if iterations < 0:
+        raise InputError(f"--iterations must be >= 0, got {iterations}")
+    if tol is not None and not (np.isfinite(tol) and tol > 0):
+        raise InputError(f"--tol must be a positive number, got {tol}")
+    if check_every < 1 or checkpoint_every < 0:
+        raise InputError("--check-every must be >= 1 and --checkpoint-every >= 0")
+    if kernel != "auto" and kernel not in KERNEL_NAMES:
+        raise InputError(f"unknown kernel {kernel!r}; choose auto or one of "
+                         f"{', '.join(KERNEL_NAMES)}")
+    check_output_path(output, OUTPUT_SUFFIXES)
+    check_output_path(compare, (".png",))
+    check_output_path(checkpoint, (".npz",))
+    problem = load_problem(input_path, resume)
+    _solve(problem, output=output, iterations=iterations, tol=tol, check_every=check_every,
+           dtype=dtype, kernel=kernel, device=device, checkpoint=checkpoint,
+           checkpoint_every=checkpoint_every, compare=compare, quiet=quiet)
+
+
+def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, kernel, device,
+           checkpoint, checkpoint_every, compare, quiet) -> None:
+    from ..checkpoint import Checkpoint, save_checkpoint
+    from ..device import create_context
+    from ..io import side_by_side, write_array, write_image
+    from ..jacobi import JacobiSolver, run, validate_rhs
+
+    validate_rhs(problem.rhs)
+    compute = create_context(device, quiet=quiet)
+    solver = JacobiSolver(compute, problem.rhs, x0=problem.x0, dtype=dtype, kernel=kernel)
+    solver.iteration = problem.iteration
+
+    def write_checkpoint(current) -> None:
+        save_checkpoint(checkpoint, Checkpoint(x=current.read(), rhs=problem.rhs,
+                                               iteration=current.iteration,
+                                               original=problem.original))
+
+    show_progress = not quiet and sys.stderr.isatty() and iterations > problem.iteration
+    bar, progress = _progress_bar(iterations, problem.iteration) if show_progress else (None, None)
+    with StopFlag() as stop_flag:
+        try:
+            result = run(solver, iterations, tol=tol, check_every=check_every,
+                         checkpoint=write_checkpoint if checkpoint else None,
+                         checkpoint_every=checkpoint_every, progress=progress,
+                         should_stop=stop_flag)
+        finally:
+            if bar is not None:
+                bar.render_finish()
+    x = solver.read()
+    if output:
+        write_array(output, x)
+    if compare:
+        write_image(compare, side_by_side(problem.original if problem.original is not None
+                                          else problem.rhs, x))
+    if checkpoint:
+        write_checkpoint(solver)
+    if not quiet:
+        print_summary(compute, solver, result, problem, x)
+
+
+def print_summary(compute, solver, result, problem: Problem, x: np.ndarray) -> None:
+    """Print the end-of-run summary (device, grid, kernel, timings, residual)."""
+    cells = solver.m * solver.n
+    steps = result.extra["steps_run"]
+    lines = [
+        f"device      {compute.spec} {compute.name}",
+        f"input       {problem.source}",
+        f"grid        {solver.m} x {solver.n} {solver.dtype.name}",
+        f"kernel      {solver.config.describe()}",
+        f"iterations  {result.iterations}" + (f" ({steps} in this run)" if steps != result.iterations
+                                              else "")
+        + (" (converged: residual below --tol)" if result.converged else ""),
+        f"device time {result.device_seconds:.4f} s ({result.timing_source}); "
+        f"wall {result.wall_seconds:.4f} s",
+    ]
+    if steps:
+        lines.append(f"per step    {result.us_per_iteration:.3f} us, "
+                     f"{result.cell_updates_per_second(cells) / 1e9:.3f} G cell updates/s")
+    lines.append(f"residual    {result.residual:.3e} (||L x - B|| / ||B||)")
+    if problem.original is not None:
+        error = np.abs(x.astype(np.float64) - problem.original)
+        lines.append(f"error       max {error.max():.4g}, rms {np.sqrt(np.mean(error**2)):.4g} "
+                     "against the original picture (0..255)")
+    click.echo("\n".join(lines))
+
+
+@click.command("laplacian")
+@click.argument("image", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Laplacian: .npy (float64, exact) or .png/.pgm (scaled to 8 bits).")
+def laplacian_command(image, output):
+    """Write the 5-point Laplacian of IMAGE (zero boundary): `jacobi` of it returns IMAGE."""
+    from ..io import check_output_path, read_array, write_array
+    from ..jacobi import validate_rhs
+    from ..jacobi_reference import laplacian
+
+    check_output_path(output, OUTPUT_SUFFIXES)
+    write_array(output, laplacian(validate_rhs(read_array(image))))

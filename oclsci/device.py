@@ -1,0 +1,388 @@
+"""Device selection and the context/queue manager.
+
+This is the only module that knows about OpenCL platforms. The device comes from, in order:
+an explicit SPEC (``--device`` / ``device=``), ``PYOPENCL_TEST``, ``PYOPENCL_CTX``, a node-local
+MPI rank spread over the GPUs of the node, the first GPU, then the first device of any kind.
+
+A SPEC means what it means to PyOpenCL's ``create_some_context``: ``PLATFORM[:DEVICE]``, each
+part an index when it is an integer in range, otherwise a case-insensitive substring of the
+name (an empty part is 0). ``PYOPENCL_TEST`` uses PyOpenCL's test syntax
+(``PLATFORM:DEV[,DEV][;PLATFORM...]``, names matched against name and vendor) and, as in
+PyOpenCL, wins over ``PYOPENCL_CTX``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from .errors import DeviceError, NoPlatformError
+
+NO_PLATFORM_HELP = (
+    "no OpenCL platform found: install one with `pip install 'oclsci[pocl]'` (CPU), or your "
+    "GPU vendor's OpenCL driver (ICD); an ICD file in a folder named by OCL_ICD_VENDORS also works"
+)
+
+# Environment variables that launchers set to the node-local rank, in order of trust.
+LOCAL_RANK_VARIABLES = (
+    "OCLSCI_LOCAL_RANK",
+    "SLURM_LOCALID",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID",
+    "PMI_LOCAL_RANK",
+    "MV2_COMM_WORLD_LOCAL_RANK",
+)
+
+
+def get_platforms() -> list[Any]:
+    """Return the OpenCL platforms, or raise :class:`NoPlatformError` with set-up advice."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as error:
+        raise NoPlatformError(NO_PLATFORM_HELP) from error
+    if not platforms:
+        raise NoPlatformError(NO_PLATFORM_HELP)
+    return platforms
+
+
+def available_specs(platforms: list[Any]) -> list[str]:
+    """Every ``p:d`` SPEC with its device name, for error messages."""
+    return [
+        f"{p}:{d} ({device.name.strip()})"
+        for p, platform in enumerate(platforms)
+        for d, device in enumerate(platform.get_devices())
+    ]
+
+
+def _no_match(what: str, spec: str, platforms: list[Any]) -> DeviceError:
+    return DeviceError(
+        f"device SPEC {spec!r}: {what}; available: " + ", ".join(available_specs(platforms))
+    )
+
+
+def _pick(objects: list[Any], answer: str, *, last_match: bool, with_vendor: bool) -> int | None:
+    """Index of the object chosen by ``answer``: an index in range, else a name substring."""
+    try:
+        index = int(answer)
+    except ValueError:
+        pass
+    else:
+        if 0 <= index < len(objects):
+            return index
+    needle = answer.strip().lower()
+    found = None
+    for i, obj in enumerate(objects):
+        haystack = obj.name + (" " + obj.vendor if with_vendor else "")
+        if needle in haystack.lower():
+            found = i
+            # PyOpenCL's PYOPENCL_CTX keeps the last matching platform, the first device.
+            if not last_match:
+                break
+    return found
+
+
+def parse_ctx_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
+    """Resolve a ``PYOPENCL_CTX``-style SPEC to ``(platform_index, device_index)``."""
+    answers = spec.split(":")
+    if len(answers) > 2:
+        raise _no_match("too many ':'-separated parts (expected PLATFORM[:DEVICE])", spec, platforms)
+    platform_answer = answers[0]
+    platform_index = (
+        0
+        if not platform_answer
+        else _pick(platforms, platform_answer, last_match=True, with_vendor=False)
+    )
+    if platform_index is None:
+        raise _no_match(f"no platform matches {platform_answer!r}", spec, platforms)
+    devices = platforms[platform_index].get_devices()
+    if not devices:
+        raise _no_match(f"platform {platform_index} has no devices", spec, platforms)
+    device_answer = answers[1] if len(answers) > 1 else ""
+    if "," in device_answer:
+        raise _no_match(
+            "names several devices; oclsci uses one device per process "
+            "(run one MPI rank per device instead)",
+            spec,
+            platforms,
+        )
+    device_index = (
+        0 if not device_answer else _pick(devices, device_answer, last_match=False, with_vendor=False)
+    )
+    if device_index is None:
+        raise _no_match(f"no device of platform {platform_index} matches {device_answer!r}", spec,
+                        platforms)
+    return platform_index, device_index
+
+
+def parse_test_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
+    """Resolve a ``PYOPENCL_TEST``-style SPEC to its first ``(platform_index, device_index)``."""
+    entry = spec.split(";")[0]
+    parts = entry.split(":")
+    if len(parts) > 2:
+        raise _no_match("invalid PYOPENCL_TEST syntax", spec, platforms)
+
+    def find(objects: list[Any], identifier: str) -> int | None:
+        try:
+            index = int(identifier)
+        except ValueError:
+            return _pick(objects, identifier, last_match=False, with_vendor=True)
+        return index if -len(objects) <= index < len(objects) else None
+
+    platform_index = find(platforms, parts[0])
+    if platform_index is None:
+        raise _no_match(f"no platform matches {parts[0]!r}", spec, platforms)
+    platform_index %= len(platforms)
+    devices = platforms[platform_index].get_devices()
+    device_index = find(devices, parts[1].split(",")[0]) if len(parts) == 2 else 0
+    if device_index is None or not devices:
+        raise _no_match(f"no device of platform {platform_index} matches", spec, platforms)
+    return platform_index, device_index % len(devices)
+
+
+def node_local_rank(environ: dict[str, str] | None = None) -> int | None:
+    """The node-local rank that a launcher (Slurm, Open MPI, MPICH...) announces, if any."""
+    environ = os.environ if environ is None else environ
+    for name in LOCAL_RANK_VARIABLES:
+        value = environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return None
+
+
+def select_device(
+    spec: str | None = None,
+    *,
+    local_rank: int | None = None,
+    platforms: list[Any] | None = None,
+    environ: dict[str, str] | None = None,
+) -> tuple[int, int, str]:
+    """Choose a device; return ``(platform_index, device_index, how_it_was_chosen)``."""
+    environ = os.environ if environ is None else environ
+    platforms = get_platforms() if platforms is None else platforms
+    if spec is not None and spec.strip() != "":
+        return (*parse_ctx_spec(spec.strip(), platforms), f"--device {spec}")
+    if environ.get("PYOPENCL_TEST"):
+        return (*parse_test_spec(environ["PYOPENCL_TEST"], platforms), "PYOPENCL_TEST")
+    if "PYOPENCL_CTX" in environ:
+        return (*parse_ctx_spec(environ["PYOPENCL_CTX"], platforms), "PYOPENCL_CTX")
+    gpus = [
+        (p, d)
+        for p, platform in enumerate(platforms)
+        for d, device in enumerate(platform.get_devices())
+        if device.type & cl.device_type.GPU
+    ]
+    if gpus:
+        if local_rank is not None:
+            # Spread ranks over the GPUs of the node, one rank per GPU.
+            return (*gpus[local_rank % len(gpus)], f"node-local rank {local_rank}")
+        return (*gpus[0], "first GPU")
+    for p, platform in enumerate(platforms):
+        if platform.get_devices():
+            return p, 0, "first device"
+    raise NoPlatformError(NO_PLATFORM_HELP)
+
+
+def device_type_name(device: Any) -> str:
+    """``GPU``, ``CPU``, ``ACCELERATOR``... for a device."""
+    names = [name for name in ("GPU", "CPU", "ACCELERATOR", "CUSTOM")
+             if device.type & getattr(cl.device_type, name)]
+    return "+".join(names) or "DEFAULT"
+
+
+def supports_fp64(device: Any) -> bool:
+    """True when the device does double-precision arithmetic."""
+    try:
+        if device.double_fp_config:
+            return True
+    except cl.Error:
+        pass
+    return "cl_khr_fp64" in device.extensions
+
+
+def describe_device(platform_index: int, device_index: int, platform: Any, device: Any) -> dict:
+    """The facts that ``oclsci devices`` prints for one device."""
+    return {
+        "spec": f"{platform_index}:{device_index}",
+        "platform": platform.name.strip(),
+        "name": device.name.strip(),
+        "type": device_type_name(device),
+        "vendor": device.vendor.strip(),
+        "driver_version": device.driver_version.strip(),
+        "opencl_version": device.version.strip(),
+        "compute_units": int(device.max_compute_units),
+        "global_mem_bytes": int(device.global_mem_size),
+        "local_mem_bytes": int(device.local_mem_size),
+        "max_work_group_size": int(device.max_work_group_size),
+        "fp64": supports_fp64(device),
+    }
+
+
+def list_devices() -> list[dict]:
+    """Describe every device of every platform."""
+    return [
+        describe_device(p, d, platform, device)
+        for p, platform in enumerate(get_platforms())
+        for d, device in enumerate(platform.get_devices())
+    ]
+
+
+@dataclass
+class Stopwatch:
+    """Times queued work from OpenCL profiling events, with a host-clock fallback.
+
+    Record the events of the launches to time; ``stop()`` waits for the queue and returns the
+    device seconds between the start of the first and the end of the last recorded event.
+    """
+
+    queue: Any
+    profiling: bool
+    wall_start: float = field(default_factory=time.perf_counter)
+    first_event: Any = None
+    last_event: Any = None
+    device_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    source: str = "host clock"
+
+    def record(self, event: Any) -> None:
+        """Note an event of the timed work (only the first and the last are kept)."""
+        if self.first_event is None:
+            self.first_event = event
+        self.last_event = event
+
+    def stop(self) -> float:
+        """Wait for the queue; set and return ``device_seconds`` (and ``wall_seconds``)."""
+        self.queue.finish()
+        self.wall_seconds = time.perf_counter() - self.wall_start
+        self.device_seconds = self.wall_seconds
+        if self.profiling and self.first_event is not None:
+            try:
+                start = self.first_event.profile.start
+                end = self.last_event.profile.end
+            except cl.Error:
+                return self.device_seconds
+            if end >= start > 0:
+                self.device_seconds = (end - start) * 1e-9
+                self.source = "OpenCL events"
+        return self.device_seconds
+
+
+class ComputeContext:
+    """An OpenCL context with one in-order, profiling-enabled command queue on one device."""
+
+    def __init__(self, platform_index: int, device_index: int, *, chosen_by: str = ""):
+        platform = get_platforms()[platform_index]
+        self.device = platform.get_devices()[device_index]
+        self.platform = platform
+        self.spec = f"{platform_index}:{device_index}"
+        self.chosen_by = chosen_by
+        self.context = cl.Context([self.device])
+        try:
+            self.queue = cl.CommandQueue(
+                self.context, properties=cl.command_queue_properties.PROFILING_ENABLE
+            )
+            self.profiling = True
+        except cl.Error:
+            self.queue = cl.CommandQueue(self.context)
+            self.profiling = False
+        # Programs and kernels built for this context (see oclsci.programs).
+        self.program_cache: dict = {}
+
+    @property
+    def name(self) -> str:
+        """Short human-readable device name."""
+        return self.device.name.strip()
+
+    @property
+    def is_cpu(self) -> bool:
+        """True for CPU devices (which want different kernel shapes from GPUs)."""
+        return bool(self.device.type & cl.device_type.CPU)
+
+    @property
+    def is_gpu(self) -> bool:
+        """True for GPU devices."""
+        return bool(self.device.type & cl.device_type.GPU)
+
+    @property
+    def supports_fp64(self) -> bool:
+        """True when the device does double precision."""
+        return supports_fp64(self.device)
+
+    def describe(self) -> dict:
+        """The facts ``oclsci devices`` prints, for this device."""
+        p, d = (int(x) for x in self.spec.split(":"))
+        return describe_device(p, d, self.platform, self.device)
+
+    def banner(self) -> str:
+        """One line naming the chosen device."""
+        how = f", chosen by {self.chosen_by}" if self.chosen_by else ""
+        return (f"oclsci: device {self.spec} {self.name} "
+                f"({self.platform.name.strip()}, {device_type_name(self.device)}{how})")
+
+    def check_dtype(self, dtype: Any) -> np.dtype:
+        """Return ``dtype`` as a NumPy dtype, refusing float64 on a device without fp64."""
+        dtype = np.dtype(dtype)
+        if dtype == np.float64 and not self.supports_fp64:
+            raise DeviceError(f"float64 requested but device {self.spec} ({self.name}) has no fp64 "
+                              "support; use --dtype float32 or another device")
+        return dtype
+
+    def check_allocation(self, nbytes: int, what: str) -> None:
+        """Refuse, before any work, buffers that cannot fit in the device's memory."""
+        if nbytes > self.device.global_mem_size:
+            raise DeviceError(
+                f"{what} needs {nbytes / 2**30:.2f} GiB but device {self.spec} ({self.name}) has "
+                f"{self.device.global_mem_size / 2**30:.2f} GiB of global memory"
+            )
+        if nbytes // 2 > self.device.max_mem_alloc_size:
+            raise DeviceError(
+                f"{what} needs buffers of up to {nbytes / 2 / 2**30:.2f} GiB but device "
+                f"{self.spec} allows {self.device.max_mem_alloc_size / 2**30:.2f} GiB per buffer"
+            )
+
+    def stopwatch(self) -> Stopwatch:
+        """Start timing work on this context's queue (see :class:`Stopwatch`)."""
+        self.queue.finish()
+        return Stopwatch(self.queue, self.profiling)
+
+
+_CONTEXTS: dict[tuple[int, int], ComputeContext] = {}
+
+
+def create_context(
+    device: str | None = None,
+    *,
+    quiet: bool = True,
+    local_rank: int | None = None,
+    stream: Any = None,
+    reuse: bool = True,
+) -> ComputeContext:
+    """Select a device (see the module docstring) and return its :class:`ComputeContext`.
+
+    ``quiet=False`` prints one line on stderr naming the device. Contexts are reused per
+    device within a process unless ``reuse=False``, so that built programs are kept.
+    """
+    platform_index, device_index, chosen_by = select_device(device, local_rank=local_rank)
+    key = (platform_index, device_index)
+    if reuse and key in _CONTEXTS:
+        compute = _CONTEXTS[key]
+        compute.chosen_by = chosen_by
+    else:
+        compute = ComputeContext(platform_index, device_index, chosen_by=chosen_by)
+        if reuse:
+            _CONTEXTS[key] = compute
+    if not quiet:
+        print(compute.banner(), file=stream or sys.stderr)
+    return compute
+
+
+def as_compute_context(device: Any = None, *, quiet: bool = True) -> ComputeContext:
+    """Accept a :class:`ComputeContext`, a SPEC string or None, and return a context."""
+    if isinstance(device, ComputeContext):
+        return device
+    return create_context(device, quiet=quiet)

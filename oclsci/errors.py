@@ -1,0 +1,47 @@
+"""Typed errors with a user-facing message and the exit code the CLI returns for them.
+
+The CLI prints ``str(error)`` on one line and exits with ``error.exit_code``; a traceback is
+shown only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+# Exit codes documented in README ("Exit codes").
+EXIT_USER_ERROR = 1
+EXIT_NO_PLATFORM = 2
+EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: a checkpoint was written, resume to finish
+
+
+class OclsciError(Exception):
+    """Base class: an error that the user can act on, shown as one line."""
+
+    exit_code = EXIT_USER_ERROR
+
+
+class DeviceError(OclsciError):
+    """A device SPEC that matches nothing, or a device that cannot do what was asked."""
+
+
+class NoPlatformError(DeviceError):
+    """No OpenCL platform is registered with the ICD loader."""
+
+    exit_code = EXIT_NO_PLATFORM
+
+
+class InputError(OclsciError):
+    """A missing, unreadable or invalid input file, array or parameter."""
+
+
+class KernelBuildError(OclsciError):
+    """An OpenCL program failed to build; carries the build log and the saved source path."""
+
+    def __init__(self, message: str, build_log: str = "", source_path: str | None = None):
+        super().__init__(message)
+        self.build_log = build_log
+        self.source_path = source_path
+
+
+class Interrupted(OclsciError):
+    """A run stopped on a signal after writing its checkpoint."""
+
+    exit_code = EXIT_INTERRUPTED

@@ -1,0 +1,152 @@
+"""Reading user files (NumPy arrays, grayscale images) and writing results atomically.
+
+Every reader turns a missing, unreadable or corrupt file into an :class:`InputError` naming
+the file; every writer writes a temporary file in the destination folder and renames it, so
+an interrupted or failed run never leaves a half-written output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+
+from .errors import InputError
+
+IMAGE_SUFFIXES = (".png", ".pgm", ".pnm", ".tif", ".tiff", ".bmp")
+ARRAY_SUFFIXES = (".npy",)
+# Pillow modes holding one gray value per pixel, and the NumPy dtype they become.
+GRAY_MODES = {"1": np.uint8, "L": np.uint8, "I;16": np.uint16, "I;16B": np.uint16,
+              "I;16L": np.uint16, "I": np.int32, "F": np.float32}
+
+
+def read_array(path: str | os.PathLike) -> np.ndarray:
+    """Read a 2-D array from ``.npy`` or from a grayscale image (values taken as they are)."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, not a file")
+    if path.suffix.lower() == ".npy":
+        try:
+            with open(path, "rb") as stream:
+                if stream.read(6) != b"\x93NUMPY":
+                    raise InputError(f"{path}: not a .npy file (bad header)")
+            array = np.load(path, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as error:
+            raise InputError(f"{path}: not a readable .npy array ({_first_line(error)})") from None
+        if not isinstance(array, np.ndarray):
+            raise InputError(f"{path}: holds no array")
+        return array
+    return _read_image(path)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
+
+
+def _read_image(path: Path) -> np.ndarray:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as image:
+                image.load()
+                mode = image.mode
+                if mode not in GRAY_MODES:
+                    raise InputError(
+                        f"{path}: colour image (mode {mode}); oclsci reads grayscale images: "
+                        "convert it first (e.g. `convert IN -colorspace Gray OUT.png`)")
+                array = np.array(image)
+    except InputError:
+        raise
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError,
+            Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
+        raise InputError(f"{path}: not a readable image ({_first_line(error)})") from None
+    return array.astype(GRAY_MODES[mode], copy=False)
+
+
+def check_output_path(path: str | os.PathLike | None, suffixes: tuple[str, ...]) -> Path | None:
+    """Refuse, before any work, an output whose folder is missing or whose suffix is unknown."""
+    if path is None:
+        return None
+    path = Path(path)
+    if path.suffix.lower() not in suffixes:
+        raise InputError(f"{path}: unknown output type {path.suffix or '(none)'!r}; "
+                         f"use one of {', '.join(suffixes)}")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"{path}: output folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise InputError(f"{path}: output folder {folder} is not writable")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder")
+    return path
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it to ``path`` only on success."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
+                                         dir=path.parent if str(path.parent) else ".")
+    os.close(handle)
+    try:
+        yield Path(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def to_uint8(array: np.ndarray) -> np.ndarray:
+    """Min-max scale an array to 0..255 (a constant array becomes 0)."""
+    array = np.asarray(array, dtype=np.float64)
+    low, high = float(np.min(array)), float(np.max(array))
+    if not np.isfinite(low) or not np.isfinite(high) or high <= low:
+        return np.zeros(array.shape, dtype=np.uint8)
+    return np.round((array - low) * (255.0 / (high - low))).astype(np.uint8)
+
+
+def write_array(path: str | os.PathLike, array: np.ndarray) -> None:
+    """Write ``.npy`` (raw values, exact) or an image (min-max scaled to 8 bits), atomically."""
+    path = Path(path)
+    if path.suffix.lower() == ".npy":
+        with atomic_path(path) as temporary, open(temporary, "wb") as stream:
+            np.save(stream, np.asarray(array), allow_pickle=False)
+        return
+    write_image(path, to_uint8(array))
+
+
+def write_image(path: str | os.PathLike, pixels: np.ndarray) -> None:
+    """Write 8-bit gray (H x W) or RGB (H x W x 3) pixels, format from the suffix, atomically."""
+    from PIL import Image
+
+    path = Path(path)
+    image = Image.fromarray(np.ascontiguousarray(pixels, dtype=np.uint8))
+    image_format = {".pgm": "PPM", ".pnm": "PPM", ".tif": "TIFF", ".tiff": "TIFF"}.get(
+        path.suffix.lower(), path.suffix.lower().lstrip(".").upper())
+    with atomic_path(path) as temporary:
+        image.save(temporary, format=image_format)
+
+
+def side_by_side(*panels: Any, gap: int = 8) -> np.ndarray:
+    """Put min-max scaled gray panels of equal height next to each other, with a white gap."""
+    scaled = [to_uint8(panel) for panel in panels]
+    height = max(panel.shape[0] for panel in scaled)
+    pieces = []
+    for index, panel in enumerate(scaled):
+        if index:
+            pieces.append(np.full((height, gap), 255, dtype=np.uint8))
+        padded = np.full((height, panel.shape[1]), 255, dtype=np.uint8)
+        padded[:panel.shape[0]] = panel
+        pieces.append(padded)
+    return np.concatenate(pieces, axis=1)

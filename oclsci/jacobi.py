@@ -1,0 +1,308 @@
+"""Jacobi reconstruction of an image from its Laplacian on one OpenCL device.
+
+``X[i,j] <- 0.25 * (X[i-1,j] + X[i+1,j] + X[i,j-1] + X[i,j+1] - B[i,j])`` with X padded by a
+ring of zeros and initialised with B inside, as in the seed talk. Every kernel evaluates the
+same operations in the same order as NumPy, so results agree bit for bit with
+:func:`oclsci.jacobi_reference.jacobi_numpy`.
+
+The solver is MPI-free: a distributed run (see :mod:`oclsci.mpi`) passes a ``halo`` object to
+:func:`run` that exchanges rows between launches and sums residuals over ranks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pyopencl as cl
+
+from . import programs
+from .device import ComputeContext, as_compute_context
+from .errors import InputError, Interrupted
+from .jacobi_tuning import KernelConfig, choose_config
+
+KERNEL_NAMES = ("seed", "coalesced", "blocked")
+RESIDUAL_GROUP_SIZE = 64
+
+
+def validate_rhs(rhs: Any) -> np.ndarray:
+    """Return ``rhs`` as a 2-D finite float array, or raise :class:`InputError`."""
+    array = np.asarray(rhs)
+    if array.ndim != 2:
+        raise InputError(f"the right-hand side must be a 2-D array, got {array.ndim} dimensions")
+    if array.size == 0:
+        raise InputError(f"the right-hand side is empty (shape {array.shape})")
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise InputError(f"the right-hand side must hold numbers, got dtype {array.dtype}")
+    if not np.all(np.isfinite(array)):
+        bad = int(np.count_nonzero(~np.isfinite(array)))
+        raise InputError(f"the right-hand side holds {bad} NaN or infinite value(s)")
+    return array
+
+
+class JacobiSolver:
+    """Device buffers and kernels for the Jacobi iteration on an m x n grid.
+
+    Rows and columns are numbered in the padded grid: 0 and m+1 (n+1) are the fixed boundary.
+    """
+
+    def __init__(self, compute: ComputeContext, rhs: Any, x0: Any = None, dtype: Any = np.float32,
+                 kernel: str = "auto", config: KernelConfig | None = None):
+        rhs = validate_rhs(rhs)
+        self.compute = compute
+        self.dtype = compute.check_dtype(dtype)
+        self.m, self.n = rhs.shape
+        # Pad rows to a multiple of 16 elements so that rows start aligned.
+        self.row_stride = -(-(self.n + 2) // 16) * 16
+        nbytes = 3 * (self.m + 2) * self.row_stride * self.dtype.itemsize
+        compute.check_allocation(nbytes, f"a {self.m}x{self.n} {self.dtype.name} grid")
+        self.config = config or choose_config(compute, kernel, self.dtype, (self.m, self.n))
+        if self.config.name not in KERNEL_NAMES:
+            raise InputError(f"unknown kernel {self.config.name!r}; choose one of "
+                             f"{', '.join(KERNEL_NAMES)} or auto")
+        self.iteration = 0
+
+        # Upload B and two copies of X (ping-pong) in the padded layout.
+        padded_rhs = self._padded(rhs)
+        x_start = padded_rhs if x0 is None else self._padded(validate_rhs(x0))
+        if x0 is not None and np.asarray(x0).shape != rhs.shape:
+            raise InputError(f"x0 has shape {np.asarray(x0).shape}, expected {rhs.shape}")
+        flags = cl.mem_flags
+        ctx = compute.context
+        self.rhs_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=padded_rhs)
+        self.x_buffers = [cl.Buffer(ctx, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=x_start)
+                          for _ in range(2)]
+        self.current = 0
+        self._rhs_norm_rows: dict[tuple[int, int], float] = {}
+        self._rhs_host = padded_rhs
+        self._build_kernels()
+
+    def _padded(self, interior: np.ndarray) -> np.ndarray:
+        padded = np.zeros((self.m + 2, self.row_stride), dtype=self.dtype)
+        padded[1:-1, 1:self.n + 1] = interior
+        return padded
+
+    def _build_kernels(self) -> None:
+        config = self.config
+        params = dict(config.params, dtype=self.dtype)
+        self.steps_per_launch = config.steps_per_launch
+        grid_args = (np.int32(self.m), np.int32(self.n), np.int32(self.row_stride))
+        # One kernel object per direction (x0 -> x1, x1 -> x0), arguments set once.
+        self._kernels = []
+        self._remainder_kernels = []
+        for source in (0, 1):
+            args = (self.x_buffers[1 - source], self.x_buffers[source], self.rhs_buffer, *grid_args)
+            kernel = programs.new_kernel(self.compute, f"jacobi_{config.name}", **params)
+            extra = (np.int32(self.steps_per_launch),) if config.name == "blocked" else ()
+            kernel.set_args(*args, *extra)
+            self._kernels.append(kernel)
+            if config.name == "blocked":
+                remainder = programs.new_kernel(self.compute, "jacobi_blocked", **params)
+                remainder.set_args(*args, np.int32(1))
+                self._remainder_kernels.append(remainder)
+        self.global_size, self.local_size = config.launch_shape(self.m, self.n)
+
+    def advance(self, steps: int, stopwatch: Any = None) -> None:
+        """Enqueue ``steps`` Jacobi steps (no host synchronisation)."""
+        queue = self.compute.queue
+        full_launches, remainder = divmod(int(steps), self.steps_per_launch)
+        kernels, global_size, local_size = self._kernels, self.global_size, self.local_size
+        current = self.current
+        event = None
+        for _ in range(full_launches):
+            event = cl.enqueue_nd_range_kernel(queue, kernels[current], global_size, local_size)
+            if stopwatch is not None and stopwatch.first_event is None:
+                stopwatch.record(event)
+            current ^= 1
+        if remainder:
+            kernel = self._remainder_kernels[current]
+            kernel.set_arg(6, np.int32(remainder))
+            event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size)
+            if stopwatch is not None and stopwatch.first_event is None:
+                stopwatch.record(event)
+            current ^= 1
+        if stopwatch is not None and event is not None:
+            stopwatch.record(event)
+        self.current = current
+        self.iteration += int(steps)
+
+    @property
+    def x_buffer(self) -> Any:
+        """The device buffer holding the current iterate."""
+        return self.x_buffers[self.current]
+
+    def read_rows(self, first: int, count: int) -> np.ndarray:
+        """Copy padded rows ``first .. first+count-1`` of the current iterate to the host."""
+        rows = np.empty((count, self.row_stride), dtype=self.dtype)
+        cl.enqueue_copy(self.compute.queue, rows, self.x_buffer,
+                        src_offset=first * self.row_stride * self.dtype.itemsize)
+        return rows
+
+    def write_rows(self, first: int, rows: np.ndarray) -> None:
+        """Overwrite padded rows from ``first`` in both buffers (``rows`` as from read_rows)."""
+        rows = np.ascontiguousarray(rows, dtype=self.dtype)
+        offset = first * self.row_stride * self.dtype.itemsize
+        for buffer in self.x_buffers:
+            cl.enqueue_copy(self.compute.queue, buffer, rows, dst_offset=offset, is_blocking=False)
+        self.compute.queue.finish()
+
+    def read(self) -> np.ndarray:
+        """The current iterate's interior as an m x n NumPy array."""
+        return self.read_rows(1, self.m)[:, 1:self.n + 1].copy()
+
+    def residual_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
+        """Sum over padded rows first_row..last_row of the squared residual ``L x - B``."""
+        last_row = self.m if last_row is None else last_row
+        rows = last_row - first_row + 1
+        if rows <= 0:
+            return 0.0
+        acc_dtype = np.float64 if self.compute.supports_fp64 else np.float32
+        kernel = programs.get_kernel(self.compute, "jacobi_residual", dtype=self.dtype,
+                                     acc_dtype=acc_dtype, group_size=RESIDUAL_GROUP_SIZE)
+        groups = min(max(1, math.ceil(rows * self.n / RESIDUAL_GROUP_SIZE)),
+                     4 * self.compute.device.max_compute_units)
+        partial = np.zeros(groups, dtype=acc_dtype)
+        partial_buffer = cl.Buffer(self.compute.context, cl.mem_flags.WRITE_ONLY, partial.nbytes)
+        kernel.set_args(self.x_buffer, self.rhs_buffer, np.int32(first_row), np.int32(rows),
+                        np.int32(self.n), np.int32(self.row_stride), partial_buffer)
+        cl.enqueue_nd_range_kernel(self.compute.queue, kernel, (groups * RESIDUAL_GROUP_SIZE,),
+                                   (RESIDUAL_GROUP_SIZE,))
+        cl.enqueue_copy(self.compute.queue, partial, partial_buffer)
+        return float(np.sum(partial, dtype=np.float64))
+
+    def rhs_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
+        """Sum of B squared over padded rows first_row..last_row (float64, on the host)."""
+        last_row = self.m if last_row is None else last_row
+        rows = self._rhs_host[first_row:last_row + 1, 1:self.n + 1].astype(np.float64)
+        return float(np.sum(rows * rows))
+
+
+@dataclass
+class JacobiResult:
+    """What a run produced: the iterate and the figures of its summary."""
+
+    x: np.ndarray
+    iterations: int
+    kernel: str
+    config: KernelConfig
+    device_seconds: float
+    wall_seconds: float
+    timing_source: str
+    residual: float
+    converged: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def us_per_iteration(self) -> float:
+        """Device microseconds per Jacobi step."""
+        return 1e6 * self.device_seconds / max(self.extra.get("steps_run", self.iterations), 1)
+
+    def cell_updates_per_second(self, cells: int) -> float:
+        """Cell updates per second of device time, for a grid of ``cells`` cells."""
+        steps = self.extra.get("steps_run", self.iterations)
+        return cells * steps / self.device_seconds if self.device_seconds > 0 else float("nan")
+
+
+class SingleDevice:
+    """The halo object of a one-device run: nothing to exchange, sums are local."""
+
+    steps_between_exchanges = 0
+
+    def exchange(self, solver: JacobiSolver) -> None:
+        """Nothing to exchange on one device."""
+
+    def allreduce_sum(self, value: float) -> float:
+        """The sum over one device is the value itself."""
+        return value
+
+    def any_rank(self, flag: bool) -> bool:
+        """One device: the flag itself."""
+        return flag
+
+    def owned_rows(self, solver: JacobiSolver) -> tuple[int, int]:
+        """All interior rows belong to the one device."""
+        return 1, solver.m
+
+
+def relative_residual(solver: JacobiSolver, halo: Any = None) -> float:
+    """``||L x - B||_2 / ||B||_2`` over the whole (possibly distributed) grid."""
+    halo = halo or SingleDevice()
+    first, last = halo.owned_rows(solver)
+    residual = halo.allreduce_sum(solver.residual_sum_of_squares(first, last))
+    scale = halo.allreduce_sum(solver.rhs_sum_of_squares(first, last))
+    return math.sqrt(residual / scale) if scale > 0 else math.sqrt(residual)
+
+
+def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
+        check_every: int = 1000, checkpoint: Callable[[JacobiSolver], None] | None = None,
+        checkpoint_every: int = 0, progress: Callable[[int, int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None, halo: Any = None) -> JacobiResult:
+    """Advance ``solver`` until it has done ``iterations`` steps in all (or met ``tol``).
+
+    Between chunks of launches: exchange halos (``halo``), test the residual every
+    ``check_every`` steps when ``tol`` is set, call ``checkpoint`` every ``checkpoint_every``
+    steps, report ``progress(done, total)``, and on ``should_stop()`` write a checkpoint and
+    raise :class:`Interrupted`.
+    """
+    if iterations < 0:
+        raise InputError(f"iterations must be >= 0, got {iterations}")
+    halo = halo or SingleDevice()
+    stopwatch = solver.compute.stopwatch()
+    start = solver.iteration
+    # Host synchronisation points: progress about 200 times a run, and every boundary below.
+    progress_every = max(solver.steps_per_launch, (iterations - start) // 200) if progress else 0
+    periods = [p for p in (halo.steps_between_exchanges, check_every if tol else 0,
+                           checkpoint_every if checkpoint else 0, progress_every) if p]
+    if should_stop is not None and not periods:
+        periods.append(max(solver.steps_per_launch, (iterations - start) // 100))
+    converged = False
+    while solver.iteration < iterations:
+        done = solver.iteration
+        chunk_end = min([iterations] + [(done // p + 1) * p for p in periods])
+        solver.advance(chunk_end - done, stopwatch)
+        done = solver.iteration
+        if halo.steps_between_exchanges and done % halo.steps_between_exchanges == 0:
+            halo.exchange(solver)
+        if progress:
+            solver.compute.queue.finish()
+            progress(done, iterations)
+        if tol and done % check_every == 0 and relative_residual(solver, halo) < tol:
+            converged = True
+            break
+        if checkpoint and checkpoint_every and done % checkpoint_every == 0 and done < iterations:
+            checkpoint(solver)
+        if should_stop is not None and halo.any_rank(should_stop()):
+            stopwatch.stop()
+            if checkpoint:
+                checkpoint(solver)
+                raise Interrupted(f"stopped by a signal at iteration {done}; checkpoint written, "
+                                  "resume with --resume")
+            raise Interrupted(f"stopped by a signal at iteration {done}; no checkpoint requested")
+    if halo.steps_between_exchanges and solver.iteration % halo.steps_between_exchanges:
+        halo.exchange(solver)
+    stopwatch.stop()
+    residual = relative_residual(solver, halo)
+    if tol and residual < tol:
+        converged = True
+    return JacobiResult(
+        x=np.empty(0), iterations=solver.iteration, kernel=solver.config.name,
+        config=solver.config, device_seconds=stopwatch.device_seconds,
+        wall_seconds=stopwatch.wall_seconds, timing_source=stopwatch.source, residual=residual,
+        converged=converged, extra={"steps_run": solver.iteration - start},
+    )
+
+
+def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.float32,
+           device: Any = None, kernel: str = "auto", tol: float | None = None,
+           check_every: int = 1000) -> np.ndarray:
+    """Reconstruct X from its Laplacian ``rhs`` by ``iterations`` Jacobi steps; return X.
+
+    ``device`` is a SPEC string, a :class:`~oclsci.device.ComputeContext` or None (default
+    selection). ``kernel`` is one of ``seed``, ``coalesced``, ``blocked`` or ``auto``.
+    """
+    compute = as_compute_context(device)
+    solver = JacobiSolver(compute, rhs, x0=x0, dtype=dtype, kernel=kernel)
+    run(solver, iterations, tol=tol, check_every=check_every)
+    return solver.read()

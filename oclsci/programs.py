@@ -1,0 +1,176 @@
+"""Render the Mako kernel templates of ``kernels/`` and build them into OpenCL programs.
+
+This is the only module that renders templates and builds programs. Each template
+``kernels/NAME.cl.mako`` holds one kernel called NAME and inherits ``base.cl.mako``, which
+typedefs ``real_t`` from the ``dtype`` parameter. Programs are memoised per context, template,
+template parameters and build options; kernels are kept rather than retrieved again.
+
+Set ``OCLSCI_DUMP_SOURCE=DIR`` to save every rendered source in DIR.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import warnings
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+from mako.exceptions import MakoException
+from mako.lookup import TemplateLookup
+
+from .errors import KernelBuildError
+
+# OpenCL C type of each NumPy scalar type the kernels accept.
+CL_TYPES = {
+    np.dtype(np.int8): "char",
+    np.dtype(np.uint8): "uchar",
+    np.dtype(np.int16): "short",
+    np.dtype(np.uint16): "ushort",
+    np.dtype(np.int32): "int",
+    np.dtype(np.uint32): "uint",
+    np.dtype(np.int64): "long",
+    np.dtype(np.uint64): "ulong",
+    np.dtype(np.float32): "float",
+    np.dtype(np.float64): "double",
+}
+
+
+def cl_type(dtype: Any) -> str:
+    """The OpenCL C scalar type name for a NumPy dtype."""
+    try:
+        return CL_TYPES[np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise KernelBuildError(f"no OpenCL type for dtype {dtype!r}") from None
+
+
+def template_dir() -> Path:
+    """The folder of the kernel templates: inside the installed package, else the checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "kernels", here.parent / "kernels"):
+        if (candidate / "base.cl.mako").is_file():
+            return candidate
+    raise KernelBuildError(f"kernel templates not found next to {here} (broken installation?)")
+
+
+@lru_cache(maxsize=1)
+def _lookup() -> TemplateLookup:
+    return TemplateLookup(directories=[str(template_dir())], strict_undefined=True,
+                          input_encoding="utf-8")
+
+
+def template_names() -> list[str]:
+    """Names of every kernel template shipped (``base`` excluded)."""
+    return sorted(p.name[: -len(".cl.mako")] for p in template_dir().glob("*.cl.mako")
+                  if p.name != "base.cl.mako")
+
+
+def _uses_fp64(params: dict) -> bool:
+    """True when any dtype among the parameters (or lists of them) is float64."""
+    def is_double(value: Any) -> bool:
+        if isinstance(value, (list, tuple)):
+            return any(is_double(v) for v in value)
+        try:
+            return isinstance(value, (np.dtype, type)) and np.dtype(value) == np.float64
+        except TypeError:
+            return False
+    return any(is_double(v) for v in params.values())
+
+
+def _describe(params: dict) -> str:
+    return ", ".join(f"{k}={_plain(v)}" for k, v in sorted(params.items()))
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, (np.dtype, type)):
+        return np.dtype(value).name
+    return str(value)
+
+
+def render(template: str, **params: Any) -> str:
+    """Render ``kernels/<template>.cl.mako`` with the given compile-time parameters."""
+    params = dict(params)
+    params["dtype"] = None if params.get("dtype") is None else np.dtype(params["dtype"])
+    params.setdefault("uses_fp64", _uses_fp64(params))
+    try:
+        mako_template = _lookup().get_template(f"{template}.cl.mako")
+        return mako_template.render(cl_type=cl_type, np=np, **params)
+    except MakoException as error:
+        raise KernelBuildError(f"kernel template {template!r}: {error}") from error
+    except NameError as error:
+        raise KernelBuildError(
+            f"kernel template {template!r} ({_describe(params)}): missing parameter: {error}"
+        ) from error
+
+
+def _save_source(template: str, source: str, directory: str | None = None) -> Path:
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    folder = Path(directory or Path(tempfile.gettempdir()) / "oclsci-sources")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{template}-{digest}.cl"
+    path.write_text(source)
+    return path
+
+
+def _params_key(params: dict) -> tuple:
+    return tuple(sorted((k, _plain(v)) for k, v in params.items()))
+
+
+def build_program(compute: Any, template: str, options: tuple[str, ...] = (), **params: Any):
+    """Return the built program for ``template`` and ``params`` on ``compute``, memoised."""
+    key = ("program", template, _params_key(params), tuple(options))
+    cache = compute.program_cache
+    if key in cache:
+        return cache[key]
+    source = render(template, **params)
+    dump_dir = os.environ.get("OCLSCI_DUMP_SOURCE")
+    if dump_dir:
+        _save_source(template, source, dump_dir)
+    try:
+        with warnings.catch_warnings():
+            # NVIDIA prints notes on successful builds; they are not the user's concern.
+            warnings.simplefilter("ignore", cl.CompilerWarning)
+            program = cl.Program(compute.context, source).build(options=list(options))
+    except cl.RuntimeError as error:
+        path = _save_source(template, source, dump_dir)
+        log = getattr(error, "build_log", None) or str(error)
+        first = next((line for line in str(log).splitlines() if "error" in line.lower()), "")
+        raise KernelBuildError(
+            f"kernel {template!r} ({_describe(params)}) failed to build with options "
+            f"{list(options)}: {first.strip() or 'see build log'}; rendered source saved to {path}",
+            build_log=str(log),
+            source_path=str(path),
+        ) from error
+    cache[key] = program
+    compute.build_count = getattr(compute, "build_count", 0) + 1
+    return program
+
+
+def get_kernel(compute: Any, template: str, *, name: str | None = None,
+               options: tuple[str, ...] = (), **params: Any):
+    """Return the memoised ``cl.Kernel`` NAME (default: the template's name).
+
+    The object is shared: set its arguments right before each use. For kernels whose
+    arguments stay set across many launches, use :func:`new_kernel`.
+    """
+    kernel_name = name or template
+    key = ("kernel", template, kernel_name, _params_key(params), tuple(options))
+    cache = compute.program_cache
+    if key not in cache:
+        cache[key] = new_kernel(compute, template, name=kernel_name, options=options, **params)
+    return cache[key]
+
+
+def new_kernel(compute: Any, template: str, *, name: str | None = None,
+               options: tuple[str, ...] = (), **params: Any):
+    """A fresh ``cl.Kernel`` from the memoised program, owned by the caller."""
+    program = build_program(compute, template, options, **params)
+    try:
+        return cl.Kernel(program, name or template)
+    except cl.Error as error:
+        raise KernelBuildError(f"template {template!r} has no kernel named {name or template!r}") \
+            from error
