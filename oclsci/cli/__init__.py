@@ -83,8 +83,12 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         _error("interrupted")
         sys.exit(EXIT_SIGNAL_BASE + signal.SIGINT)
+    except click.UsageError as error:
+        command = error.ctx.command_path if error.ctx else "oclsci"
+        _error(f"{error.format_message()} (see `{command} --help`)")
+        sys.exit(error.exit_code)
     except click.ClickException as error:
-        error.show()
+        _error(error.format_message())
         sys.exit(error.exit_code)
     except click.exceptions.Exit as error:
         sys.exit(error.exit_code)

@@ -1,0 +1,232 @@
+"""`oclsci jacobi` / `oclsci laplacian` end to end: results, checkpoints, signals, bad input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from oclsci.checkpoint import load_checkpoint
+from oclsci.jacobi_reference import jacobi_numpy, laplacian
+
+
+def oclsci(*args, check=True, timeout=300, **kwargs):
+    """Run the CLI in a subprocess; return the CompletedProcess."""
+    result = subprocess.run([sys.executable, "-m", "oclsci", *map(str, args)],
+                            capture_output=True, text=True, timeout=timeout, **kwargs)
+    if check and result.returncode != 0:
+        raise AssertionError(f"oclsci {args} failed ({result.returncode}): {result.stderr}")
+    return result
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("oclsci: error:") and "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+@pytest.fixture
+def picture(tmp_path):
+    rng = np.random.default_rng(3)
+    pixels = (rng.random((23, 31)) * 255).astype(np.uint8)
+    path = tmp_path / "picture.png"
+    Image.fromarray(pixels).save(path)
+    return pixels, path
+
+
+def test_npy_input_equals_numpy_reference(tmp_path):
+    rhs = np.random.default_rng(0).standard_normal((37, 21)).astype(np.float32)
+    np.save(tmp_path / "b.npy", rhs)
+    for kernel in ("seed", "coalesced", "blocked"):
+        out = tmp_path / f"x_{kernel}.npy"
+        oclsci("jacobi", tmp_path / "b.npy", "-n", 45, "--kernel", kernel, "-o", out, "--quiet")
+        np.testing.assert_array_equal(np.load(out), jacobi_numpy(rhs, 45))
+
+
+def test_float64_and_summary(tmp_path):
+    rhs = np.random.default_rng(1).standard_normal((9, 14))
+    np.save(tmp_path / "b.npy", rhs)
+    result = oclsci("jacobi", tmp_path / "b.npy", "-n", 30, "--dtype", "float64",
+                    "-o", tmp_path / "x.npy")
+    out = np.load(tmp_path / "x.npy")
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out, jacobi_numpy(rhs, 30, dtype=np.float64))
+    for word in ("device", "grid        9 x 14 float64", "iterations  30", "us,",
+                 "cell updates/s", "residual"):
+        assert word in result.stdout
+
+
+def test_laplacian_then_jacobi_returns_the_picture(tmp_path, picture):
+    pixels, path = picture
+    oclsci("laplacian", path, "-o", tmp_path / "lap.npy")
+    lap = np.load(tmp_path / "lap.npy")
+    np.testing.assert_array_equal(lap, laplacian(pixels))
+    oclsci("jacobi", tmp_path / "lap.npy", "-n", 4000, "--dtype", "float64",
+           "-o", tmp_path / "x.npy", "--quiet")
+    np.testing.assert_allclose(np.load(tmp_path / "x.npy"), pixels, atol=1e-6)
+
+
+def test_tol_stops_early_and_reports_it(tmp_path, picture):
+    pixels, path = picture
+    oclsci("laplacian", path, "-o", tmp_path / "lap.npy")
+    result = oclsci("jacobi", tmp_path / "lap.npy", "-n", 100000, "--tol", "1e-4",
+                    "--check-every", 50, "--dtype", "float64", "-o", tmp_path / "x.npy")
+    assert "converged" in result.stdout
+    iterations = int(result.stdout.split("iterations")[1].split()[0])
+    assert iterations < 100000 and iterations % 50 == 0
+    x = np.load(tmp_path / "x.npy")
+    lap = np.load(tmp_path / "lap.npy")
+    residual = np.linalg.norm(laplacian(x) - lap) / np.linalg.norm(lap)
+    assert residual < 1e-4
+    # The previous check (50 steps earlier) had not yet converged.
+    before = jacobi_numpy(lap, iterations - 50, dtype=np.float64)
+    assert np.linalg.norm(laplacian(before) - lap) / np.linalg.norm(lap) >= 1e-4
+
+
+def test_image_outputs_and_compare_picture(tmp_path, picture):
+    _, path = picture
+    oclsci("laplacian", path, "-o", tmp_path / "lap.npy")
+    oclsci("jacobi", tmp_path / "lap.npy", "-n", 10, "-o", tmp_path / "x.png",
+           "--compare", tmp_path / "both.png", "--quiet")
+    with Image.open(tmp_path / "x.png") as image:
+        assert image.size == (31, 23) and image.mode == "L"
+    with Image.open(tmp_path / "both.png") as image:
+        assert image.size[1] == 23 and image.size[0] > 2 * 31
+
+
+def test_checkpoint_resume_is_bit_identical(tmp_path):
+    rhs = np.random.default_rng(2).standard_normal((40, 27)).astype(np.float32)
+    np.save(tmp_path / "b.npy", rhs)
+    oclsci("jacobi", tmp_path / "b.npy", "-n", 74, "-o", tmp_path / "straight.npy", "--quiet",
+           "--kernel", "blocked")
+    oclsci("jacobi", tmp_path / "b.npy", "-n", 37, "--checkpoint", tmp_path / "ck.npz",
+           "--quiet", "--kernel", "blocked")
+    assert load_checkpoint(tmp_path / "ck.npz").iteration == 37
+    oclsci("jacobi", "--resume", tmp_path / "ck.npz", "-n", 74, "-o", tmp_path / "resumed.npy",
+           "--quiet", "--kernel", "coalesced")
+    np.testing.assert_array_equal(np.load(tmp_path / "resumed.npy"),
+                                  np.load(tmp_path / "straight.npy"))
+
+
+def test_periodic_checkpoints(tmp_path):
+    rhs = np.random.default_rng(4).standard_normal((12, 12)).astype(np.float32)
+    np.save(tmp_path / "b.npy", rhs)
+    oclsci("jacobi", tmp_path / "b.npy", "-n", 100, "--checkpoint", tmp_path / "ck.npz",
+           "--checkpoint-every", 30, "--quiet")
+    state = load_checkpoint(tmp_path / "ck.npz")
+    assert state.iteration == 100
+    np.testing.assert_array_equal(state.x, jacobi_numpy(rhs, 100))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1])
+def test_signal_leaves_a_usable_checkpoint(tmp_path, signum):
+    rhs = np.random.default_rng(5).standard_normal((64, 64)).astype(np.float32)
+    np.save(tmp_path / "b.npy", rhs)
+    total = 2_000_000
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oclsci", "jacobi", tmp_path / "b.npy", "-n", str(total),
+         "--checkpoint", tmp_path / "ck.npz", "-o", tmp_path / "x.npy", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 75, stderr
+    assert "checkpoint written" in stderr and "Traceback" not in stderr
+    assert not (tmp_path / "x.npy").exists()
+    state = load_checkpoint(tmp_path / "ck.npz")
+    assert 0 < state.iteration < total
+    np.testing.assert_array_equal(state.x, jacobi_numpy(rhs, state.iteration))
+    oclsci("jacobi", "--resume", tmp_path / "ck.npz", "-n", state.iteration + 5,
+           "-o", tmp_path / "x.npy", "--quiet")
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"),
+                                  jacobi_numpy(rhs, state.iteration + 5))
+
+
+def test_sigterm_without_checkpoint_writes_nothing(tmp_path):
+    np.save(tmp_path / "b.npy", np.ones((64, 64), dtype=np.float32))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oclsci", "jacobi", tmp_path / "b.npy", "-n", "2000000",
+         "-o", tmp_path / "x.npy", "--quiet"], stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    process.terminate()
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode != 0 and "Traceback" not in stderr
+    assert len(stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("x.npy*")) and not list(tmp_path.glob(".x.npy*"))
+
+
+def _bad_inputs(tmp_path: Path):
+    np.save(tmp_path / "good.npy", np.ones((4, 4)))
+    np.save(tmp_path / "three_d.npy", np.ones((2, 2, 2)))
+    np.save(tmp_path / "empty.npy", np.ones((0, 5)))
+    np.save(tmp_path / "nan.npy", np.array([[1.0, np.nan], [0.0, 1.0]]))
+    np.save(tmp_path / "inf.npy", np.array([[1.0, np.inf]]))
+    np.save(tmp_path / "text.npy", np.array([["a", "b"]]))
+    (tmp_path / "corrupt.npy").write_bytes(b"\x93NUMPY\x01\x00garbage")
+    (tmp_path / "corrupt.png").write_bytes(b"\x89PNG\r\n\x1a\nnot really")
+    Image.new("RGB", (4, 4)).save(tmp_path / "colour.png")
+    good = tmp_path / "good.npy"
+    return [
+        (["jacobi", tmp_path / "missing.npy"], "no such file"),
+        (["jacobi", tmp_path / "three_d.npy"], "2-D"),
+        (["jacobi", tmp_path / "empty.npy"], "empty"),
+        (["jacobi", tmp_path / "nan.npy"], "NaN"),
+        (["jacobi", tmp_path / "inf.npy"], "NaN or infinite"),
+        (["jacobi", tmp_path / "text.npy"], "numbers"),
+        (["jacobi", tmp_path / "corrupt.npy"], "corrupt.npy"),
+        (["jacobi", tmp_path / "corrupt.png"], "not a readable image"),
+        (["jacobi", tmp_path / "colour.png"], "colour image"),
+        (["jacobi", good, "-n", "-3"], "--iterations"),
+        (["jacobi", good, "--kernel", "nope"], "unknown kernel"),
+        (["jacobi", good, "--device", "no-such-device"], "available: 0:0"),
+        (["jacobi", good, "-o", tmp_path / "missing_dir" / "x.npy"], "does not exist"),
+        (["jacobi", good, "-o", tmp_path / "x.txt"], "unknown output type"),
+        (["jacobi", "--resume", tmp_path / "corrupt.npy"], "checkpoint"),
+        (["laplacian", tmp_path / "colour.png", "-o", tmp_path / "x.npy"], "colour"),
+        (["jacobi", good, "--no-such-option"], "--no-such-option"),
+    ]
+
+
+def test_bad_inputs_give_one_line_errors_and_no_output(tmp_path):
+    for args, fragment in _bad_inputs(tmp_path):
+        extra = [] if "-o" in args else ["-o", tmp_path / "out.npy"]
+        result = oclsci(*args, *extra, check=False)
+        assert_one_line_error(result, fragment)
+        assert not (tmp_path / "out.npy").exists(), args
+
+
+def test_grid_larger_than_device_memory(tmp_path, any_compute):
+    from oclsci.errors import DeviceError
+    from oclsci.jacobi import JacobiSolver
+
+    huge = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=np.float32),
+                                           shape=(300_000, 300_000), strides=(0, 0))
+    with pytest.raises(DeviceError, match="GiB"):
+        JacobiSolver(any_compute, huge, dtype=np.float32)
+
+
+def test_fp64_refused_clearly_on_a_device_without_it(any_compute, monkeypatch):
+    from oclsci.device import ComputeContext
+    from oclsci.errors import DeviceError
+
+    monkeypatch.setattr(ComputeContext, "supports_fp64", property(lambda self: False))
+    with pytest.raises(DeviceError, match="float64"):
+        any_compute.check_dtype(np.float64)
+
+
+def test_default_run_reconstructs_builtin_picture(tmp_path):
+    env = dict(os.environ)
+    result = oclsci("jacobi", "-n", 3000, "-o", tmp_path / "x.npy", env=env)
+    assert "built-in 400x266 picture" in result.stdout
+    assert "against the original picture" in result.stdout
+    assert np.load(tmp_path / "x.npy").shape == (266, 400)

@@ -1,0 +1,108 @@
+"""The kernel module: template rendering, build errors, memoisation, shipped templates."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oclsci import programs
+from oclsci.errors import KernelBuildError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("dtype, ctype", [(np.float32, "float"), (np.float64, "double")])
+def test_render_typedefs_real_type_and_pragma(dtype, ctype):
+    source = programs.render("jacobi_coalesced", dtype=dtype, rows_per_item=2)
+    assert f"typedef {ctype} real_t;" in source
+    assert ("cl_khr_fp64" in source) == (dtype == np.float64)
+    assert "__kernel void jacobi_coalesced(" in source
+    assert "${" not in source
+
+
+def test_render_missing_parameter_names_it():
+    with pytest.raises(KernelBuildError, match="jacobi_coalesced"):
+        programs.render("jacobi_coalesced", dtype=np.float32)
+
+
+def test_unknown_template_is_a_build_error():
+    with pytest.raises(KernelBuildError, match="no_such_kernel"):
+        programs.render("no_such_kernel", dtype=np.float32)
+
+
+def test_every_template_is_named_after_its_kernel():
+    names = programs.template_names()
+    assert {"jacobi_seed", "jacobi_coalesced", "jacobi_blocked"} <= set(names)
+    for name in names:
+        text = (programs.template_dir() / f"{name}.cl.mako").read_text()
+        assert '<%inherit file="base.cl.mako"/>' in text
+        assert f" {name}(" in text, f"kernels/{name}.cl.mako must define kernel {name}"
+
+
+def test_build_error_names_kernel_options_log_and_saved_source(any_compute, tmp_path,
+                                                               monkeypatch):
+    broken = tmp_path / "broken_kernel.cl.mako"
+    broken.write_text('<%inherit file="base.cl.mako"/>\n'
+                      "__kernel void broken_kernel(__global real_t *x) { x[0] = oops; }\n")
+    monkeypatch.setattr(programs, "_lookup", lambda: _lookup_with(tmp_path))
+    with pytest.raises(KernelBuildError) as caught:
+        programs.build_program(any_compute, "broken_kernel", ("-cl-fast-relaxed-math",),
+                               dtype=np.float32)
+    error = caught.value
+    message = str(error)
+    assert "'broken_kernel'" in message and "dtype=float32" in message
+    assert "-cl-fast-relaxed-math" in message and "\n" not in message
+    assert "oops" in error.build_log
+    assert Path(error.source_path).read_text().count("oops") == 1
+    assert error.source_path in message
+
+
+def _lookup_with(extra_dir):
+    from mako.lookup import TemplateLookup
+
+    return TemplateLookup(directories=[str(extra_dir), str(programs.template_dir())],
+                          strict_undefined=True)
+
+
+def test_programs_and_kernels_are_memoised(any_compute):
+    params = dict(dtype=np.float32, rows_per_item=3)
+    first = programs.build_program(any_compute, "jacobi_coalesced", **params)
+    builds = getattr(any_compute, "build_count", 0)
+    again = programs.build_program(any_compute, "jacobi_coalesced", **params)
+    assert again is first and any_compute.build_count == builds
+    kernel = programs.get_kernel(any_compute, "jacobi_coalesced", **params)
+    assert programs.get_kernel(any_compute, "jacobi_coalesced", **params) is kernel
+    assert any_compute.build_count == builds
+    other = programs.build_program(any_compute, "jacobi_coalesced", dtype=np.float32,
+                                   rows_per_item=5)
+    assert other is not first and any_compute.build_count == builds + 1
+
+
+def test_dump_source_environment_variable(any_compute, tmp_path, monkeypatch):
+    monkeypatch.setenv("OCLSCI_DUMP_SOURCE", str(tmp_path))
+    programs.build_program(any_compute, "jacobi_seed", dtype=np.float32, dump_probe=1)
+    dumped = list(tmp_path.glob("jacobi_seed-*.cl"))
+    assert len(dumped) == 1 and "__kernel void jacobi_seed" in dumped[0].read_text()
+
+
+def test_wheel_ships_every_template(tmp_path):
+    """A non-editable install finds its kernels: the wheel holds oclsci/kernels/*.cl.mako."""
+    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",
+                             "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.skip(f"cannot build a wheel here: {result.stderr.strip().splitlines()[-1:]}")
+    wheel = next(tmp_path.glob("oclsci-*.whl"))
+    shipped = {Path(name).name for name in zipfile.ZipFile(wheel).namelist()
+               if name.startswith("oclsci/kernels/")}
+    expected = {path.name for path in (ROOT / "kernels").glob("*.cl.mako")}
+    assert expected and expected <= shipped
+
+
+def test_installed_package_finds_templates():
+    """Whatever is imported (site-packages in CI) resolves its own templates."""
+    assert (programs.template_dir() / "base.cl.mako").is_file()
