@@ -124,6 +124,24 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
     reconstruction error. Exit code 75 means a signal stopped the run after writing the
     checkpoint: rerun with --resume to finish.
     """
+    from ..mpi import mpi_world
+
+    options = dict(output=output, iterations=iterations, tol=tol, check_every=check_every,
+                   dtype=dtype, kernel=kernel, device=device, checkpoint=checkpoint,
+                   checkpoint_every=checkpoint_every, compare=compare, quiet=quiet)
+    prepare = lambda: _prepare(input_path, resume, **options)  # noqa: E731
+    world = mpi_world()  # None without MPI or in a world of one rank
+    if world is not None:  # several ranks: rank 0 prepares, every rank solves a slab
+        from ..mpi import jacobi_distributed
+
+        jacobi_distributed(world, prepare, **options)
+        return
+    _solve(prepare(), **options)
+
+
+def _prepare(input_path, resume, *, output, iterations, tol, check_every, kernel, checkpoint,
+             checkpoint_every, compare, **_) -> Problem:
+    """Check the options and read the problem (on rank 0 only under MPI)."""
     from ..io import check_output_path
     from ..jacobi import KERNEL_NAMES
 
@@ -139,10 +157,7 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
     check_output_path(output, OUTPUT_SUFFIXES)
     check_output_path(compare, (".png",))
     check_output_path(checkpoint, (".npz",))
-    problem = load_problem(input_path, resume)
-    _solve(problem, output=output, iterations=iterations, tol=tol, check_every=check_every,
-           dtype=dtype, kernel=kernel, device=device, checkpoint=checkpoint,
-           checkpoint_every=checkpoint_every, compare=compare, quiet=quiet)
+    return load_problem(input_path, resume)
 
 
 def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, kernel, device,

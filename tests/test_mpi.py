@@ -1,0 +1,332 @@
+"""Distributed runs (oclsci.mpi): bit-identical to one device for any number of ranks.
+
+The tests marked ``mpi`` launch ``mpiexec -n P python -m oclsci ...`` and compare the .npy
+outputs with a one-process run exactly; they skip when mpi4py or mpiexec is missing
+(``pip install 'oclsci[mpi]'`` brings both). The unmarked tests check the decomposition and
+the launcher detection without MPI, and replay the slab algorithm in NumPy.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from oclsci import mpi
+from oclsci.jacobi_reference import jacobi_numpy, jacobi_step
+
+from conftest import DEVICE_SPECS
+
+KERNELS = __import__("oclsci.jacobi", fromlist=["KERNEL_NAMES"]).KERNEL_NAMES
+LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
+                      "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "OCLSCI_MPI",
+                      "OCLSCI_MPI_TEST_FAIL", "OCLSCI_MPI_EXCHANGE_EVERY", "PYOPENCL_CTX")
+
+
+# ---------------------------------------------------------------------------------------------
+# Without MPI: decomposition, detection, and the algorithm replayed in NumPy
+
+
+@pytest.mark.parametrize("rows,parts", [(10, 3), (37, 4), (1021, 4), (5, 5), (7, 1)])
+def test_split_rows_covers_all_rows(rows, parts):
+    bounds = mpi.split_rows(rows, parts)
+    assert bounds[0][0] == 0 and bounds[-1][1] == rows
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    sizes = [stop - start for start, stop in bounds]
+    assert max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
+
+
+@pytest.mark.parametrize("m,parts,halo", [(37, 4, 8), (37, 4, 16), (1021, 3, 16), (9, 3, 1),
+                                          (12, 2, 40)])
+def test_transfers_deliver_every_needed_row_once(m, parts, halo):
+    d = mpi.Decomposition.build(m, 5, parts, halo)
+    moves = d.transfers()
+    for dest in range(parts):
+        needed = sorted(row for a, b in d.needed(dest) for row in range(a, b))
+        got = sorted(row for s, t, a, b in moves if t == dest for row in range(a, b))
+        assert got == needed
+        slab = d.slabs[dest]
+        assert slab.lo == max(0, slab.first - halo) and slab.hi == min(m, slab.stop + halo)
+    for source, dest, a, b in moves:
+        assert d.slabs[source].first <= a < b <= d.slabs[source].stop and source != dest
+
+
+def test_more_ranks_than_rows_is_refused():
+    with pytest.raises(mpi.InputError, match="at least one row"):
+        mpi.Decomposition.build(3, 10, 4, 8)
+
+
+@pytest.mark.parametrize("env,expected", [
+    ({}, False),
+    ({"OMPI_COMM_WORLD_SIZE": "1"}, False),
+    ({"OMPI_COMM_WORLD_SIZE": "4"}, True),
+    ({"PMI_SIZE": "2", "PMI_RANK": "0"}, True),
+    ({"PMI_SIZE": "1", "PMI_RANK": "0"}, False),
+    ({"PMIX_RANK": "0"}, True),
+    ({"SLURM_NTASKS": "4", "SLURM_PROCID": "0"}, False),  # a batch script, not a step
+    ({"SLURM_STEP_NUM_TASKS": "4", "SLURM_PROCID": "1"}, True),
+    ({"SLURM_STEP_NUM_TASKS": "1", "SLURM_PROCID": "0"}, False),
+    ({"OCLSCI_MPI": "1"}, True),
+    ({"OCLSCI_MPI": "0", "OMPI_COMM_WORLD_SIZE": "4"}, False),
+])
+def test_launcher_detection(env, expected):
+    assert mpi.wants_mpi(env) is expected
+
+
+def test_no_launcher_no_mpi4py_import():
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    code = ("import sys; from oclsci.mpi import mpi_world; "
+            "assert mpi_world() is None; assert 'mpi4py' not in sys.modules; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_exchange_period():
+    assert mpi.exchange_period(1) == 8
+    assert mpi.exchange_period(8) == 8
+    assert mpi.exchange_period(16) == 16
+    assert mpi.exchange_period(3) == 9
+    assert mpi.exchange_period(8, 24) == 24
+
+
+def test_rank_cache_dirs_are_per_rank(tmp_path):
+    env = {"OCLSCI_CACHE_DIR": str(tmp_path), "SLURM_JOB_ID": "77"}
+    first = mpi.use_rank_cache_dirs(0, env)
+    pocl0 = env["POCL_CACHE_DIR"]
+    env2 = {"OCLSCI_CACHE_DIR": str(tmp_path), "SLURM_JOB_ID": "77"}
+    second = mpi.use_rank_cache_dirs(1, env2)
+    assert first != second and pocl0 != env2["POCL_CACHE_DIR"]
+    assert first.endswith("-job77-r0") and Path(pocl0).is_dir()
+    assert env["XDG_CACHE_HOME"].startswith(first)
+
+
+@pytest.mark.parametrize("m,n,parts,period,steps", [(37, 6, 4, 8, 21), (29, 5, 3, 16, 50),
+                                                     (12, 4, 4, 5, 17), (40, 3, 2, 1, 9)])
+def test_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
+    """Ghost rows, a stale fixed row and an exchange every `period` steps give exact rows."""
+    rng = np.random.default_rng(m * n)
+    rhs = rng.standard_normal((m, n)).astype(np.float32)
+    d = mpi.Decomposition.build(m, n, parts, period)
+    grids = []
+    for slab in d.slabs:
+        local = np.zeros((slab.local_m + 2, n + 2), np.float32)
+        local[1:-1, 1:-1] = rhs[slab.lo:slab.hi]
+        grids.append(local)
+
+    def exchange():
+        for source, dest, a, b in d.transfers():
+            src, dst = d.slabs[source], d.slabs[dest]
+            grids[dest][dst.local(a):dst.local(b)] = grids[source][src.local(a):src.local(b)]
+
+    exchange()
+    for step in range(1, steps + 1):
+        for slab, grid in zip(d.slabs, grids):
+            new = grid.copy()
+            jacobi_step(new, grid, rhs[slab.lo:slab.hi])
+            grid[...] = new
+        if step % period == 0 or step == steps:
+            exchange()
+    result = np.concatenate([grid[slab.local(slab.first):slab.local(slab.stop), 1:-1]
+                             for slab, grid in zip(d.slabs, grids)])
+    assert np.array_equal(result, jacobi_numpy(rhs, steps))
+
+
+# ---------------------------------------------------------------------------------------------
+# With MPI: `mpiexec -n P python -m oclsci ...` against one process
+
+
+@functools.lru_cache(maxsize=1)
+def _mpiexec() -> list[str] | None:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None
+    here = Path(sys.executable).parent / "mpiexec"
+    found = str(here) if here.exists() else shutil.which("mpiexec")
+    if not found:
+        return None
+    version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
+    command = [found]
+    if "open mpi" in (version.stdout + version.stderr).lower() or \
+            "openrte" in (version.stdout + version.stderr).lower():
+        command.append("--oversubscribe")
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            command.append("--allow-run-as-root")
+    return command
+
+
+def _skip_reason() -> str | None:
+    if not DEVICE_SPECS:
+        return "no OpenCL device: pip install 'oclsci[pocl]'"
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return "mpi4py is not installed: pip install 'oclsci[mpi]'"
+    if _mpiexec() is None:
+        return "no mpiexec found (next to python or on PATH): pip install 'oclsci[mpi]'"
+    return None
+
+
+needs_mpi = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
+
+
+def _env(extra: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    env.update(extra or {})
+    return env
+
+
+def oclsci(args: list, ranks: int | None = None, extra_env: dict | None = None,
+           timeout: float = 180) -> subprocess.CompletedProcess:
+    """Run `python -m oclsci ARGS` alone (ranks=None) or under `mpiexec -n RANKS`."""
+    command = [sys.executable, "-m", "oclsci", *map(str, args)]
+    if ranks is not None:
+        command = [*_mpiexec(), "-n", str(ranks), *command]
+    return subprocess.run(command, env=_env(extra_env), capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def _ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mpi-inputs")
+    rng = np.random.default_rng(6)
+    paths = {}
+    for shape in ((1021, 37), (37, 1021)):
+        path = folder / f"rhs-{shape[0]}x{shape[1]}.npy"
+        np.save(path, rng.standard_normal(shape) * 10)
+        paths[shape] = path
+    return paths
+
+
+DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
+ITERATIONS = 21  # not a multiple of any exchange period: ends between exchanges
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("shape", [(1021, 37), (37, 1021)], ids=["1021x37", "37x1021"])
+@pytest.mark.mpi
+@needs_mpi
+def test_bit_identical_for_p_1_to_4(inputs, tmp_path, kernel, shape):
+    common = [inputs[shape], "-n", ITERATIONS, "--kernel", kernel, "--device", DEVICE, "-q"]
+    _ok(oclsci(["jacobi", *common, "-o", tmp_path / "one.npy"]))
+    reference = np.load(tmp_path / "one.npy")
+    for ranks in (1, 2, 3, 4):
+        out = tmp_path / f"p{ranks}.npy"
+        _ok(oclsci(["jacobi", *common, "-o", out], ranks=ranks))
+        assert np.array_equal(np.load(out), reference), f"P={ranks} differs ({kernel}, {shape})"
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_ghosts_spanning_several_ranks(inputs, tmp_path):
+    """An exchange period longer than a slab: ghost rows come from ranks further away."""
+    common = [inputs[(37, 1021)], "-n", 30, "--kernel", "coalesced", "--device", DEVICE, "-q"]
+    _ok(oclsci(["jacobi", *common, "-o", tmp_path / "one.npy"]))
+    _ok(oclsci(["jacobi", *common, "-o", tmp_path / "p4.npy"], ranks=4,
+               extra_env={"OCLSCI_MPI_EXCHANGE_EVERY": "13"}))
+    assert np.array_equal(np.load(tmp_path / "p4.npy"), np.load(tmp_path / "one.npy"))
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_checkpoint_and_resume_with_another_p(inputs, tmp_path):
+    common = ["-n", 40, "--kernel", "blocked", "--device", DEVICE, "-q"]
+    rhs = inputs[(1021, 37)]
+    _ok(oclsci(["jacobi", rhs, *common, "-o", tmp_path / "ref.npy"]))
+    _ok(oclsci(["jacobi", rhs, "-n", 10, "--kernel", "blocked", "--device", DEVICE, "-q",
+                "-o", tmp_path / "ref10.npy"]))
+    # P=3 writes checkpoints at 10 and 20 (and at the end, 23), then stops.
+    checkpoint = tmp_path / "run.npz"
+    _ok(oclsci(["jacobi", rhs, "-n", 23, "--kernel", "blocked", "--device", DEVICE, "-q",
+                "--checkpoint", checkpoint, "--checkpoint-every", 10], ranks=3))
+    with np.load(checkpoint) as state:
+        assert int(state["iteration"]) == 23
+    # Resume with P=2 and with one process: both end where the uninterrupted run ends.
+    _ok(oclsci(["jacobi", "--resume", checkpoint, *common, "-o", tmp_path / "p2.npy"], ranks=2))
+    _ok(oclsci(["jacobi", "--resume", checkpoint, *common, "-o", tmp_path / "one.npy"]))
+    reference = np.load(tmp_path / "ref.npy")
+    assert np.array_equal(np.load(tmp_path / "p2.npy"), reference)
+    assert np.array_equal(np.load(tmp_path / "one.npy"), reference)
+    # A checkpoint written by one process resumes on 4 ranks.
+    single = tmp_path / "single.npz"
+    _ok(oclsci(["jacobi", rhs, "-n", 10, "--kernel", "blocked", "--device", DEVICE, "-q",
+                "--checkpoint", single]))
+    _ok(oclsci(["jacobi", "--resume", single, *common, "-o", tmp_path / "p4.npy"], ranks=4))
+    assert np.array_equal(np.load(tmp_path / "p4.npy"), reference)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_global_tol_and_summary_once(tmp_path):
+    args = ["jacobi", "-n", 5000, "--tol", "0.2", "--check-every", 25, "--kernel", "coalesced",
+            "--device", DEVICE]
+    one = _ok(oclsci([*args, "-o", tmp_path / "one.npy"]))
+    two = _ok(oclsci([*args, "-o", tmp_path / "two.npy"], ranks=2))
+
+    def iterations(text: str) -> str:
+        return next(line for line in text.splitlines() if line.startswith("iterations"))
+
+    assert "converged" in iterations(one.stdout)
+    assert iterations(one.stdout) == iterations(two.stdout)
+    assert [line[:8] for line in two.stdout.splitlines()].count("residual") == 1
+    assert "2 ranks" in two.stdout
+    assert np.array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
+
+
+def _error_lines(result: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("oclsci: error")]
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_bad_input_on_rank_0_ends_every_rank(tmp_path):
+    started = time.monotonic()
+    result = oclsci(["jacobi", tmp_path / "missing.npy", "-o", tmp_path / "out.npy",
+                     "--device", DEVICE], ranks=3, timeout=60)
+    assert result.returncode != 0
+    lines = _error_lines(result)
+    assert len(lines) == 1 and "no such file" in lines[0], result.stderr
+    assert time.monotonic() - started < 60
+    assert not (tmp_path / "out.npy").exists()
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_setup_failure_on_one_rank_is_reported_once(inputs, tmp_path):
+    result = oclsci(["jacobi", inputs[(1021, 37)], "-n", 10, "--device", DEVICE, "-q",
+                     "-o", tmp_path / "out.npy"], ranks=3,
+                    extra_env={"OCLSCI_MPI_TEST_FAIL": "2:setup"}, timeout=60)
+    assert result.returncode == 1
+    lines = _error_lines(result)
+    assert lines == ["oclsci: error: rank 2: RuntimeError: injected failure "
+                     "(OCLSCI_MPI_TEST_FAIL=2:setup)"], result.stderr
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_failure_during_the_run_aborts_every_rank(inputs, tmp_path):
+    """Rank 1 fails at its exchange at step 16; the others would wait for it forever."""
+    started = time.monotonic()
+    result = oclsci(["jacobi", inputs[(1021, 37)], "-n", 10**7, "--kernel", "coalesced",
+                     "--device", DEVICE, "-q", "-o", tmp_path / "out.npy"], ranks=3,
+                    extra_env={"OCLSCI_MPI_TEST_FAIL": "1:16"}, timeout=90)
+    elapsed = time.monotonic() - started
+    assert result.returncode != 0
+    lines = _error_lines(result)
+    assert len(lines) == 1 and lines[0].startswith("oclsci: error: rank 1 of 3: RuntimeError"), \
+        result.stderr
+    assert elapsed < 60
+    assert not (tmp_path / "out.npy").exists()
