@@ -1,0 +1,708 @@
+"""Oclgrind as a second OpenCL platform for the tests, and a runner of kernels under it.
+
+Oclgrind (https://github.com/jrprice/Oclgrind) simulates an OpenCL device and reports what real
+devices do silently: out-of-bounds reads and writes, data races between work-items, reads of
+uninitialised memory, barrier divergence and OpenCL API misuse. This module
+
+* registers Oclgrind's ICD beside the platforms already installed, in a folder named by
+  ``OCL_ICD_VENDORS`` (:func:`make_vendors_dir`, :func:`oclgrind_environ`);
+* describes every kernel launch that oclsci can make as small JSON *cases*
+  (:func:`all_cases`): each Jacobi kernel over its parameter space, the residual reduction,
+  Mandelbrot, every elementwise operation, halo packing;
+* runs cases in a subprocess (the ICD loader reads the environment once, when pyopencl first
+  loads) and splits Oclgrind's stderr into per-case reports (:func:`run_cases`).
+
+Run as a script it is that subprocess: ``python tests/oclgrind.py JOB.json`` runs the cases of
+JOB.json on the Oclgrind device, prints one JSON line per case on stdout, brackets each case's
+stderr between marker lines, and exits non-zero when any case failed or Oclgrind printed any
+report. See docs/testing.md.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve()
+
+# Where distributions install Oclgrind's ICD library (Debian/Ubuntu first).
+OCLGRIND_ICD_CANDIDATES = (
+    "/usr/lib/oclgrind/liboclgrind-rt-icd.so",
+    "/usr/lib/x86_64-linux-gnu/oclgrind/liboclgrind-rt-icd.so",
+    "/usr/lib64/oclgrind/liboclgrind-rt-icd.so",
+    "/usr/local/lib/liboclgrind-rt-icd.so",
+    "/usr/lib/liboclgrind-rt-icd.so",
+)
+
+# Oclgrind's checks, all on. Kernels are built without optimisation: Oclgrind 21.10's
+# uninitialised-value plugin stops with "Unsupported instruction: freeze" on the LLVM 14 code
+# that clang's optimiser emits for `k / n` and `k % n`, and unoptimised code keeps every memory
+# access of the source, so it is also the stricter check. PyOpenCL's binary cache is off so
+# that no binary built without these options (or for another Oclgrind) is reused.
+CHECK_ENVIRONMENT = {
+    "OCLGRIND_DATA_RACES": "1",
+    "OCLGRIND_UNINITIALIZED": "1",
+    "OCLGRIND_CHECK_API": "1",
+    "OCLGRIND_BUILD_OPTIONS": "-cl-opt-disable",
+    "OCLGRIND_MAX_ERRORS": "1000",
+    "PYOPENCL_NO_CACHE": "1",
+}
+
+# Reports that are not oclsci's: PyOpenCL probes every device for NVIDIA's compute capability
+# (CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV, 0x4000; pyopencl.characterize.nv_compute_capability)
+# when it builds a program and creates a kernel, and handles the CL_INVALID_VALUE it gets.
+HARMLESS_REPORTS = (
+    "Oclgrind - OpenCL runtime error detected\n"
+    "\tFunction: clGetDeviceInfo\n"
+    "\tError:    CL_INVALID_VALUE\n"
+    "\tFor argument 'param_name'",
+)
+
+# Oclgrind counts errors per process and stays silent after OCLGRIND_MAX_ERRORS of them.
+SUPPRESSED = "errors generated - suppressing further errors"
+BEGIN = "@@oclsci-case-begin "
+END = "@@oclsci-case-end "
+
+
+# ------------------------------------------------------------------------------------------
+# Finding Oclgrind and registering it
+# ------------------------------------------------------------------------------------------
+
+def find_oclgrind_icd() -> Path | None:
+    """Oclgrind's ICD library (``$OCLSCI_OCLGRIND_ICD`` first), or None when not installed."""
+    override = os.environ.get("OCLSCI_OCLGRIND_ICD")
+    candidates = [override] if override else list(OCLGRIND_ICD_CANDIDATES)
+    for candidate in candidates:
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
+def missing_reason() -> str | None:
+    """Why Oclgrind tests cannot run here, or None when they can."""
+    if find_oclgrind_icd() is None:
+        return ("Oclgrind is not installed (no liboclgrind-rt-icd.so in "
+                f"{', '.join(OCLGRIND_ICD_CANDIDATES[:1])}...): `apt-get install -y oclgrind`, "
+                "or set OCLSCI_OCLGRIND_ICD to the library")
+    return None
+
+
+def _pyopencl_dir() -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyopencl")
+    if spec is None or not spec.origin:
+        return None
+    return Path(spec.origin).parent
+
+
+def wheel_loader_reads_its_own_icds() -> bool:
+    """True for the pyopencl wheel's ICD loader, which always reads ``pyopencl/.libs/*.icd``.
+
+    The wheel bundles a patched ocl-icd that reads the folder named by ``OCL_ICD_VENDORS`` (or
+    /etc/OpenCL/vendors when unset) *and then* ``$PYOPENCL_HOME/.libs``, where the
+    pocl-binary-distribution wheel puts ``pocl.icd`` and its ``libpocl``. Listing that ICD in
+    our folder too would make PoCL appear twice.
+    """
+    folder = _pyopencl_dir()
+    return bool(folder and glob.glob(str(folder / ".libs" / "libOpenCL*")))
+
+
+def existing_icd_files() -> list[Path]:
+    """The ICD files that the loader would read without ``OCL_ICD_VENDORS``.
+
+    ``OCL_ICD_VENDORS`` naming a folder replaces the default /etc/OpenCL/vendors (and a conda
+    environment's ``etc/OpenCL/vendors``), so those are listed again in our folder. The pyopencl
+    wheel's own ``.libs/*.icd`` (PoCL from ``pip install pocl-binary-distribution``) are read by
+    the wheel's loader whatever ``OCL_ICD_VENDORS`` says, so they are listed only for another
+    loader (a distribution's or conda's pyopencl).
+    """
+    folders = []
+    current = os.environ.get("OCL_ICD_VENDORS")
+    if current and Path(current).is_dir():
+        folders.append(Path(current))
+    else:
+        folders.append(Path("/etc/OpenCL/vendors"))
+    for prefix in (os.environ.get("CONDA_PREFIX"), sys.prefix):
+        if prefix:
+            folders.append(Path(prefix) / "etc" / "OpenCL" / "vendors")
+    pyopencl_dir = _pyopencl_dir()
+    if pyopencl_dir and not wheel_loader_reads_its_own_icds():
+        folders.append(pyopencl_dir / ".libs")
+    files: list[Path] = []
+    for folder in folders:
+        files.extend(sorted(folder.glob("*.icd")) if folder.is_dir() else [])
+    return [f for f in files if "oclgrind" not in f.read_text(errors="replace").lower()]
+
+
+def make_vendors_dir(folder: str | os.PathLike, *, with_oclgrind: bool = True,
+                     with_others: bool = True) -> Path:
+    """Fill ``folder`` with ICD files: Oclgrind's, and those of the platforms already there.
+
+    Relative library names in copied ICD files (``libpocl-....so``) are made absolute, so the
+    loader finds them from the new folder.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if with_oclgrind:
+        icd = find_oclgrind_icd()
+        if icd is None:
+            raise RuntimeError(missing_reason())
+        (folder / "oclgrind.icd").write_text(f"{icd}\n")
+    if with_others:
+        for index, source in enumerate(existing_icd_files()):
+            library = source.read_text().strip()
+            if library and not os.path.isabs(library) and (source.parent / library).exists():
+                library = str(source.parent / library)
+            (folder / f"{index:02d}-{source.name}").write_text(f"{library}\n")
+    return folder
+
+
+def oclgrind_environ(vendors_dir: str | os.PathLike, base: dict | None = None, *,
+                     checks: bool = True) -> dict[str, str]:
+    """The environment of a subprocess that sees Oclgrind (and the other platforms)."""
+    env = dict(os.environ if base is None else base)
+    env["OCL_ICD_VENDORS"] = str(vendors_dir)
+    for name in ("PYOPENCL_CTX", "PYOPENCL_TEST", "OCLSCI_TEST_DEVICES"):
+        env.pop(name, None)
+    if checks:
+        env.update(CHECK_ENVIRONMENT)
+    return env
+
+
+# ------------------------------------------------------------------------------------------
+# Parsing Oclgrind's stderr
+# ------------------------------------------------------------------------------------------
+
+def reports_in(text: str) -> list[str]:
+    """Oclgrind's reports in ``text``, harmless ones (:data:`HARMLESS_REPORTS`) left out.
+
+    A report starts on an unindented line; its indented lines (and blank lines inside it)
+    follow. Anything else on stderr counts as a report too: the runner sends Python warnings
+    to stdout, so stderr carries only Oclgrind's output and the runner's marker lines.
+    """
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith((BEGIN, END)) or not line.strip():
+            continue
+        if line[0].isspace() and blocks:
+            blocks[-1].append(line.rstrip())
+        else:
+            blocks.append([line.rstrip()])
+    reports = ["\n".join(block) for block in blocks]
+    return [report for report in reports if report not in HARMLESS_REPORTS]
+
+
+@dataclass
+class CaseOutcome:
+    """What happened to one case under Oclgrind."""
+
+    case_id: str
+    ran: bool = False
+    ok: bool = False
+    error: str | None = None
+    reports: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    templates: list[str] = field(default_factory=list)
+
+    @property
+    def clean(self) -> bool:
+        """Ran, gave the NumPy result, and Oclgrind reported nothing."""
+        return self.ran and self.ok and not self.reports
+
+    def explain(self) -> str:
+        """A failure message: the error and every Oclgrind report."""
+        lines = [f"case {self.case_id}:"]
+        if not self.ran:
+            lines.append("  did not run (the runner died before it; see the setup output)")
+        if self.error:
+            lines.append("  error: " + self.error)
+        for report in self.reports:
+            lines.append("  Oclgrind report:\n    " + report.replace("\n", "\n    "))
+        return "\n".join(lines)
+
+
+@dataclass
+class RunResult:
+    """All cases of one or more runner processes."""
+
+    outcomes: dict[str, CaseOutcome]
+    setup_reports: list[str]
+    returncodes: list[int]
+    stderr_tails: list[str]
+    templates: set[str]
+    seconds: float
+
+
+def _chunks(cases: list[dict], count: int) -> list[list[dict]]:
+    """Split ``cases`` in ``count`` lists of similar cost (estimated from grid size)."""
+    cost = sorted(cases, key=lambda c: -int(c.get("cost", 1)))
+    chunks: list[list[dict]] = [[] for _ in range(max(1, count))]
+    totals = [0] * len(chunks)
+    for case in cost:
+        i = totals.index(min(totals))
+        chunks[i].append(case)
+        totals[i] += int(case.get("cost", 1))
+    return [chunk for chunk in chunks if chunk]
+
+
+def run_cases(cases: list[dict], *, workers: int | None = None, timeout: float = 600,
+              extra_env: dict | None = None) -> RunResult:
+    """Run ``cases`` under Oclgrind in ``workers`` parallel subprocesses; collect outcomes.
+
+    ``workers`` defaults to ``$OCLSCI_OCLGRIND_WORKERS``, else 2 (or 1 on one core). A runner
+    that dies (crash, timeout) leaves its remaining cases with ``ran=False``.
+    """
+    reason = missing_reason()
+    if reason:
+        raise RuntimeError(reason)
+    workers = workers or int(os.environ.get("OCLSCI_OCLGRIND_WORKERS", "0")) or min(
+        2, os.cpu_count() or 1)
+    start = time.perf_counter()
+    outputs = []
+    with tempfile.TemporaryDirectory(prefix="oclsci-oclgrind-") as tmp:
+        vendors = make_vendors_dir(Path(tmp) / "vendors")
+        env = oclgrind_environ(vendors)
+        # Each process simulates its work-groups on one thread: the processes share the cores.
+        if workers > 1:
+            env.setdefault("OCLGRIND_NUM_THREADS", "1")
+        env.update(extra_env or {})
+        processes = []
+        for index, chunk in enumerate(_chunks(cases, workers)):
+            job, log = Path(tmp) / f"job{index}.json", Path(tmp) / f"stderr{index}.log"
+            job.write_text(json.dumps(chunk))
+            processes.append((log, subprocess.Popen(
+                [sys.executable, str(HERE), str(job), str(log)], env=env,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp)))
+        for log, process in processes:
+            try:
+                out, err = process.communicate(
+                    timeout=max(1.0, timeout - (time.perf_counter() - start)))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                out, err = process.communicate()
+                err += f"\nrunner timed out after {timeout:.0f} s"
+            logged = log.read_text(errors="replace") if log.exists() else ""
+            outputs.append((process.returncode, out, (logged + err)[-4000:]))
+    outcomes = {case["id"]: CaseOutcome(case["id"]) for case in cases}
+    setup_reports: list[str] = []
+    templates: set[str] = set()
+    for returncode, out, tail in outputs:
+        saw_setup = False
+        for line in out.splitlines():
+            if not line.startswith("{"):
+                continue
+            record = json.loads(line)
+            if "setup_reports" in record:
+                saw_setup = True
+                setup_reports.extend(record["setup_reports"])
+            elif "templates_built" in record:
+                templates.update(record["templates_built"])
+            elif record.get("id") in outcomes:
+                outcome = outcomes[record["id"]]
+                outcome.ran, outcome.ok = True, record["ok"]
+                outcome.error, outcome.reports = record["error"], record["reports"]
+                outcome.seconds, outcome.templates = record["seconds"], record["templates"]
+        if not saw_setup or returncode not in (0, 1):
+            setup_reports.append(f"runner exited with status {returncode}; its stderr ends "
+                                 f"with:\n{tail}")
+    return RunResult(outcomes=outcomes, setup_reports=setup_reports,
+                     returncodes=[code for code, _, _ in outputs],
+                     stderr_tails=[tail for _, _, tail in outputs], templates=templates,
+                     seconds=time.perf_counter() - start)
+
+
+# ------------------------------------------------------------------------------------------
+# The cases: every kernel oclsci ships, on tiny grids
+# ------------------------------------------------------------------------------------------
+
+# Grids: one cell, smaller than any tile, odd sizes that divide nothing.
+SHAPES = ((1, 1), (5, 3), (17, 40))
+# Extra grids for tiled kernels with 16-wide tiles: exactly one tile, one tile plus one.
+TILE_SHAPES = ((16, 16), (17, 17))
+
+# The parameter space of each Jacobi kernel explored under Oclgrind: (params, local_size).
+# Every value of every parameter appears; local sizes larger than, equal to and smaller than
+# the tile; tiles that are not powers of two; halo widths from 1 to 8; rhs in local or global.
+JACOBI_SPACES: dict[str, list[tuple[dict, tuple[int, int] | None]]] = {
+    "seed": [
+        ({}, None),
+        ({}, (4, 8)),
+        ({}, (16, 1)),
+    ],
+    "coalesced": [
+        ({"rows_per_item": 1}, None),
+        ({"rows_per_item": 4}, (8, 2)),
+        ({"rows_per_item": 3}, (32, 1)),
+        ({"rows_per_item": 1}, (1, 1)),
+    ],
+    "blocked": [
+        ({"tile_w": 16, "tile_h": 16, "halo_width": 1, "local_w": 16, "local_h": 4,
+          "rhs_in_local": True}, None),
+        ({"tile_w": 16, "tile_h": 16, "halo_width": 3, "local_w": 16, "local_h": 16,
+          "rhs_in_local": False}, None),
+        ({"tile_w": 8, "tile_h": 4, "halo_width": 2, "local_w": 4, "local_h": 2,
+          "rhs_in_local": True}, None),
+        ({"tile_w": 5, "tile_h": 3, "halo_width": 4, "local_w": 8, "local_h": 8,
+          "rhs_in_local": False}, None),
+        ({"tile_w": 16, "tile_h": 16, "halo_width": 8, "local_w": 16, "local_h": 16,
+          "rhs_in_local": True}, None),
+    ],
+}
+
+
+def _case_id(*parts: Any) -> str:
+    return "-".join(str(p) for p in parts if p != "")
+
+
+def _config_label(params: dict, local_size: Any) -> str:
+    short = {"rows_per_item": "r", "tile_w": "tw", "tile_h": "th", "halo_width": "h",
+             "local_w": "lw", "local_h": "lh", "rhs_in_local": "rl"}
+    label = ",".join(f"{short.get(k, k)}{int(v) if isinstance(v, bool) else v}"
+                     for k, v in sorted(params.items()))
+    if local_size:
+        label += (",") * bool(label) + "L" + "x".join(map(str, local_size))
+    return label or "default"
+
+
+def jacobi_spaces() -> dict[str, list[tuple[dict, Any]]]:
+    """The configurations to check for every kernel in ``oclsci.jacobi.KERNEL_NAMES``.
+
+    Uses the tuner's parameter space when ``oclsci.jacobi_tuning`` exposes one, besides the
+    hand-picked corner cases of :data:`JACOBI_SPACES`; a kernel with neither gets its default
+    configuration (and ``test_every_jacobi_kernel_has_a_space`` fails until one is added).
+    """
+    from oclsci.jacobi import KERNEL_NAMES
+    from oclsci.jacobi_tuning import default_config
+
+    spaces: dict[str, list[tuple[dict, Any]]] = {}
+    for name in KERNEL_NAMES:
+        configs = list(JACOBI_SPACES.get(name, []))
+        if not configs:
+            default = default_config(name, is_cpu=False, dtype="float32",
+                                     local_mem_bytes=32 * 1024)
+            configs = [(dict(default.params), default.local_size)]
+        spaces[name] = configs
+    return spaces
+
+
+def jacobi_cases() -> list[dict]:
+    """Each Jacobi kernel and configuration on each small grid, over several launches."""
+    cases = []
+    for name, configs in jacobi_spaces().items():
+        for params, local_size in configs:
+            halo = int(params.get("halo_width", 1)) if name == "blocked" else 1
+            tile = (params.get("tile_h"), params.get("tile_w"))
+            shapes = list(SHAPES) + (list(TILE_SHAPES) if tile == (16, 16) else [])
+            for shape in shapes:
+                # Step counts: one full launch, then (blocked) a remainder launch, several
+                # launches plus a remainder. Bigger grids get fewer variants to save time.
+                steps_list = [halo + 1] if halo > 1 else [3]
+                if shape == (17, 40) and halo > 1:
+                    steps_list = [1, halo, 2 * halo + 1]
+                for steps in steps_list:
+                    label = _config_label(params, local_size)
+                    cases.append({
+                        "id": _case_id("jacobi", name, label, f"{shape[0]}x{shape[1]}",
+                                       f"s{steps}", "float32"),
+                        "kind": "jacobi", "kernel": name, "params": params,
+                        "local_size": local_size, "shape": shape, "steps": steps,
+                        "dtype": "float32", "cost": shape[0] * shape[1] * steps,
+                    })
+            # Double precision once per configuration, on the odd-sized grid.
+            cases.append({
+                "id": _case_id("jacobi", name, _config_label(params, local_size), "17x40",
+                               f"s{halo + 1}", "float64"),
+                "kind": "jacobi", "kernel": name, "params": params, "local_size": local_size,
+                "shape": (17, 40), "steps": halo + 1, "dtype": "float64",
+                "cost": 17 * 40 * (halo + 1),
+            })
+    return cases
+
+
+def residual_cases() -> list[dict]:
+    """The residual reduction: group sizes, accumulator types, row ranges, idle work-items."""
+    cases = []
+    for dtype, acc_dtype in (("float32", "float32"), ("float32", "float64"),
+                             ("float64", "float64")):
+        for group_size in (1, 8, 64):
+            for shape, first_row, rows, groups in (((1, 1), 1, 1, 1), ((5, 3), 1, 5, 3),
+                                                   ((17, 40), 3, 7, 2), ((17, 40), 1, 17, 5)):
+                cases.append({
+                    "id": _case_id("residual", dtype, f"acc{acc_dtype}", f"g{group_size}",
+                                   f"{shape[0]}x{shape[1]}", f"rows{first_row}+{rows}",
+                                   f"groups{groups}"),
+                    "kind": "residual", "dtype": dtype, "acc_dtype": acc_dtype,
+                    "group_size": group_size, "shape": shape, "first_row": first_row,
+                    "rows": rows, "groups": groups, "cost": shape[0] * shape[1],
+                })
+    # And through the solver, as `run` uses it (owned-row ranges of an MPI rank included).
+    for shape in SHAPES:
+        cases.append({"id": _case_id("residual", "solver", f"{shape[0]}x{shape[1]}"),
+                      "kind": "residual_solver", "shape": shape, "dtype": "float32",
+                      "cost": shape[0] * shape[1]})
+    return cases
+
+
+# Deliberately broken kernels: each must make Oclgrind report (what the report says), which
+# proves that the checks are on and that reports reach the tests.
+CANARIES = {
+    "out-of-bounds-read": (
+        "__kernel void canary(__global float *out, __global const float *in)"
+        "{ size_t i = get_global_id(0); out[i] = in[i + 1]; }",
+        "Invalid read"),
+    "local-race-missing-barrier": (
+        "__kernel void canary(__global float *out, __global const float *in)"
+        "{ __local float t[16]; size_t l = get_local_id(0); t[l] = in[get_global_id(0)];"
+        "  out[get_global_id(0)] = t[(l + 1) % 16]; }",
+        "data race"),
+    "uninitialised-local-read": (
+        "__kernel void canary(__global float *out, __global const float *in)"
+        "{ __local float t[16]; size_t l = get_local_id(0); if (l < 8) t[l] = in[l];"
+        "  barrier(CLK_LOCAL_MEM_FENCE); out[get_global_id(0)] = t[l]; }",
+        "Uninitialized value"),
+}
+
+
+def canary_cases() -> list[dict]:
+    """Broken kernels that Oclgrind must report (see :data:`CANARIES`)."""
+    return [{"id": f"canary-{name}", "kind": "canary", "source": source, "expect": expect,
+             "cost": 16} for name, (source, expect) in CANARIES.items()]
+
+
+def all_cases() -> list[dict]:
+    """Every case: each kernel oclsci ships (see the generators above)."""
+    return jacobi_cases() + residual_cases()
+
+
+# ------------------------------------------------------------------------------------------
+# The runner (this file run as a script, in the Oclgrind environment)
+# ------------------------------------------------------------------------------------------
+
+def _rng(case_id: str):
+    import numpy as np
+
+    seed = int.from_bytes(hashlib.sha1(case_id.encode()).digest()[:8], "little")
+    return np.random.default_rng(seed)
+
+
+def _run_jacobi(compute: Any, case: dict) -> None:
+    import numpy as np
+
+    from oclsci.jacobi import JacobiSolver, run
+    from oclsci.jacobi_reference import jacobi_numpy
+    from oclsci.jacobi_tuning import KernelConfig
+
+    dtype = np.dtype(case["dtype"])
+    rhs = _rng(case["id"]).standard_normal(tuple(case["shape"])).astype(dtype)
+    local_size = tuple(case["local_size"]) if case["local_size"] else None
+    config = KernelConfig(case["kernel"], dict(case["params"]), local_size)
+    solver = JacobiSolver(compute, rhs, dtype=dtype, config=config)
+    run(solver, int(case["steps"]))
+    got = solver.read()
+    want = jacobi_numpy(rhs, int(case["steps"]), dtype=dtype)
+    if not np.array_equal(got, want):
+        bad = np.argwhere(got != want)
+        raise AssertionError(f"{len(bad)} cell(s) differ from NumPy, first at {bad[0].tolist()}: "
+                             f"{got[tuple(bad[0])]!r} != {want[tuple(bad[0])]!r}")
+
+
+def _numpy_residual_rows(x, rhs, first_row: int, rows: int) -> float:
+    import numpy as np
+
+    from oclsci.jacobi_reference import laplacian
+
+    r = laplacian(x) - np.asarray(rhs, dtype=np.float64)
+    part = r[first_row - 1:first_row - 1 + rows]
+    return float(np.sum(part * part))
+
+
+def _run_residual(compute: Any, case: dict) -> None:
+    import numpy as np
+    import pyopencl as cl
+
+    from oclsci import programs
+    from oclsci.jacobi import JacobiSolver, run
+    from oclsci.jacobi_tuning import KernelConfig
+
+    dtype = np.dtype(case["dtype"])
+    rng = _rng(case["id"])
+    rhs = rng.standard_normal(tuple(case["shape"])).astype(dtype)
+    solver = JacobiSolver(compute, rhs, dtype=dtype, config=KernelConfig("seed"))
+    if case["kind"] == "residual_solver":
+        run(solver, 2)
+        x = solver.read()
+        m = solver.m
+        for first, last in ((1, m), (1, (m + 1) // 2), ((m + 1) // 2 + 1, m), (m, m), (2, 1)):
+            got = solver.residual_sum_of_squares(first, last)
+            want = _numpy_residual_rows(x, rhs, first, max(0, last - first + 1))
+            if not np.isclose(got, want, rtol=1e-5, atol=1e-6):
+                raise AssertionError(f"residual rows {first}..{last}: {got} != NumPy {want}")
+        return
+    acc_dtype = np.dtype(case["acc_dtype"])
+    kernel = programs.get_kernel(compute, "jacobi_residual", dtype=dtype, acc_dtype=acc_dtype,
+                                 group_size=int(case["group_size"]))
+    groups, group_size = int(case["groups"]), int(case["group_size"])
+    partial = np.zeros(groups, dtype=acc_dtype)
+    partial_buffer = cl.Buffer(compute.context, cl.mem_flags.WRITE_ONLY, partial.nbytes)
+    kernel.set_args(solver.x_buffer, solver.rhs_buffer, np.int32(case["first_row"]),
+                    np.int32(case["rows"]), np.int32(solver.n), np.int32(solver.row_stride),
+                    partial_buffer)
+    cl.enqueue_nd_range_kernel(compute.queue, kernel, (groups * group_size,), (group_size,))
+    cl.enqueue_copy(compute.queue, partial, partial_buffer)
+    got = float(np.sum(partial, dtype=np.float64))
+    want = _numpy_residual_rows(rhs, rhs, int(case["first_row"]), int(case["rows"]))
+    if not np.isclose(got, want, rtol=1e-4 if acc_dtype == np.float32 else 1e-10, atol=1e-6):
+        raise AssertionError(f"residual {got} != NumPy {want}")
+
+
+def _run_canary(compute: Any, case: dict) -> None:
+    import numpy as np
+    import pyopencl as cl
+
+    program = cl.Program(compute.context, case["source"]).build()
+    data = np.arange(1, 17, dtype=np.float32)
+    flags = cl.mem_flags
+    source = cl.Buffer(compute.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=data)
+    out = cl.Buffer(compute.context, flags.WRITE_ONLY, data.nbytes)
+    program.canary(compute.queue, (16,), (16,), out, source)
+    result = np.empty_like(data)
+    cl.enqueue_copy(compute.queue, result, out)
+
+
+RUNNERS = {
+    "canary": _run_canary,
+    "jacobi": _run_jacobi,
+    "residual": _run_residual,
+    "residual_solver": _run_residual,
+}
+
+
+def _templates_built(compute: Any) -> set[str]:
+    return {key[1] for key in compute.program_cache if key and key[0] == "program"}
+
+
+class StderrCapture:
+    """Send file descriptor 2 (where Oclgrind writes) to a log file, read back per case.
+
+    Everything captured is also copied to the original stderr, so a human running the script
+    sees Oclgrind's output as usual.
+    """
+
+    def __init__(self, log_path: str | os.PathLike):
+        self.path = Path(log_path)
+        sys.stderr.flush()
+        self.saved = os.dup(2)
+        self.log = open(self.path, "wb+", buffering=0)  # noqa: SIM115 - closed in close()
+        os.dup2(self.log.fileno(), 2)
+        self.offset = 0
+
+    def take(self) -> str:
+        """The text written on fd 2 since the previous call."""
+        sys.stderr.flush()
+        with open(self.path, "rb") as stream:
+            stream.seek(self.offset)
+            data = stream.read()
+        self.offset += len(data)
+        os.write(self.saved, data)
+        return data.decode(errors="replace")
+
+    def close(self) -> None:
+        sys.stderr.flush()
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        self.log.close()
+
+
+def runner_main(job_path: str, log_path: str | None = None) -> int:
+    """Run the cases of ``job_path`` on the Oclgrind device, one JSON line each on stdout.
+
+    Exit status 0 only when every case gave the NumPy result and Oclgrind reported nothing.
+    """
+    import warnings
+
+    # Keep stderr for Oclgrind: Python warnings go to stdout.
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"# warning: {category.__name__}: {message}", flush=True)
+
+    warnings.showwarning = show
+    cases = json.loads(Path(job_path).read_text())
+    if log_path is None:
+        log_path = Path(tempfile.mkdtemp(prefix="oclsci-oclgrind-")) / "stderr.log"
+    capture = StderrCapture(log_path)
+    try:
+        from oclsci.device import create_context
+
+        compute = create_context("oclgrind", reuse=False)
+        setup = reports_in(capture.take())
+        if "oclgrind" not in compute.platform.name.lower():
+            setup.append(f"device {compute.spec} ({compute.platform.name}) is not Oclgrind's")
+        print(json.dumps({"setup_reports": setup, "device": compute.name}), flush=True)
+        failures = len(setup)
+        silenced_by = None
+        for case in cases:
+            sys.stderr.write(f"{BEGIN}{case['id']}\n")
+            start = time.perf_counter()
+            error = None
+            before = _templates_built(compute)
+            try:
+                RUNNERS[case["kind"]](compute, case)
+                compute.queue.finish()
+            except Exception as exc:  # noqa: BLE001 - reported per case
+                error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                if not isinstance(exc, AssertionError):
+                    error += "\n" + traceback.format_exc(limit=-3)
+            sys.stderr.write(f"{END}{case['id']}\n")
+            reports = reports_in(capture.take())
+            if silenced_by:
+                reports.append(f"not checked: Oclgrind stopped reporting after case {silenced_by}"
+                               " reached OCLGRIND_MAX_ERRORS")
+            elif any(SUPPRESSED in report for report in reports):
+                silenced_by = case["id"]
+            failures += error is not None or bool(reports)
+            print(json.dumps({
+                "id": case["id"], "ok": error is None, "error": error, "reports": reports,
+                "seconds": round(time.perf_counter() - start, 3),
+                "templates": sorted(_templates_built(compute) - before)}), flush=True)
+        print(json.dumps({"templates_built": sorted(_templates_built(compute))}), flush=True)
+    finally:
+        capture.close()
+    return 1 if failures else 0
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/oclgrind.py JOB.json [STDERR.log]``: the runner (in the Oclgrind
+    environment); ``--cases``: print every case id; ``--check``: run every case in the
+    Oclgrind environment and print what failed (exit status 1 on any)."""
+    if len(argv) == 2 and argv[1] == "--cases":
+        for case in all_cases():
+            print(case["id"])
+        return 0
+    if len(argv) == 2 and argv[1] == "--check":
+        result = run_cases(all_cases())
+        bad = [o for o in result.outcomes.values() if not o.clean]
+        for outcome in bad:
+            print(outcome.explain())
+        for report in result.setup_reports:
+            print("setup report:\n" + report)
+        print(f"{len(result.outcomes) - len(bad)}/{len(result.outcomes)} cases clean in "
+              f"{result.seconds:.1f} s; templates built: {sorted(result.templates)}")
+        return 1 if bad or result.setup_reports else 0
+    if len(argv) in (2, 3) and not argv[1].startswith("-"):
+        return runner_main(argv[1], argv[2] if len(argv) == 3 else None)
+    print(main.__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
