@@ -1,0 +1,379 @@
+"""The batch scripts of slurm/, run for real by a single-node Slurm started on this host.
+
+A session fixture starts munged, slurmctld and slurmd (tests/slurm_cluster.py) with the node
+named after this host and ``Features=enbata``, so that the scripts' PlaFRIM defaults
+(``-C enbata``) apply unchanged. Jobs run on the CPU through PoCL, in the Python environment of
+the tests (its bin directory first on PATH, OCLSCI_USE_GUIX=no), one PoCL thread per process.
+Every result is compared bit for bit with a direct run of ``oclsci jacobi``.
+
+Needs root and Debian's ``slurm-wlm`` and ``munge`` packages; skips with the reason otherwise.
+Set OCLSCI_REQUIRE_SLURM=1 (CI) to fail instead of skipping when Slurm cannot start.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from slurm_cluster import FINAL_STATES, SlurmCluster, SlurmUnavailable
+
+pytestmark = pytest.mark.slurm
+
+ROOT = Path(__file__).resolve().parent.parent
+SLURM = ROOT / "slurm"
+# One PoCL thread per process: jobs, ranks and reference runs then do not slow each other
+# down on a small CI machine, and the device (hence the kernel chosen by --kernel auto) is the
+# same for every run.
+POCL_ONE_THREAD = {"POCL_MAX_PTHREAD_COUNT": "1", "POCL_CPU_MAX_CU_NUM": "1"}
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory):
+    """A running single-node Slurm; stopped (daemons killed) at the end of the session."""
+    cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+    except SlurmUnavailable as error:
+        if os.environ.get("OCLSCI_REQUIRE_SLURM") == "1":
+            pytest.fail(f"Slurm could not start (OCLSCI_REQUIRE_SLURM=1): {error}")
+        pytest.skip(f"no local Slurm: {error}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def job_env(slurm):
+    """The environment given to sbatch (and so to the jobs, --export=ALL)."""
+    env = slurm.env
+    env.pop("OCLSCI_ROOT", None)  # the scripts must find the repository by themselves
+    for key in [k for k in env if k.startswith("OCLSCI_") and k != "OCLSCI_REQUIRE_SLURM"]:
+        del env[key]
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["OCLSCI_USE_GUIX"] = "no"
+    env.update(POCL_ONE_THREAD)
+    return env
+
+
+def oclsci(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    """`oclsci ARGS` run here, outside Slurm, with the jobs' environment."""
+    return subprocess.run([sys.executable, "-m", "oclsci", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def write_input(path: Path, shape=(64, 48), seed=7) -> Path:
+    rng = np.random.default_rng(seed)
+    np.save(path, rng.standard_normal(shape).astype(np.float32))
+    return path
+
+
+def reference(tmp: Path, env: dict, inp: Path, iterations: int, *args: str, name="ref.npy"
+              ) -> np.ndarray:
+    r = oclsci("jacobi", str(inp), "--iterations", str(iterations), *args, "-o", str(tmp / name),
+               "--quiet", env=env, cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    return np.load(tmp / name)
+
+
+def submit(slurm: SlurmCluster, script: str, env: dict, tmp: Path, *sbatch_args: str,
+           **params) -> int:
+    """sbatch slurm/SCRIPT from tmp, with OCLSCI_<KEY>=value for each keyword parameter."""
+    env = dict(env)
+    env.update({f"OCLSCI_{k.upper()}": str(v) for k, v in params.items()})
+    return slurm.sbatch([*sbatch_args, str(SLURM / script)], env=env, cwd=tmp)
+
+
+def finished(slurm: SlurmCluster, jobid: int, log: Path, timeout: float) -> dict:
+    """Wait for the job; assert it completed with exit code 0; return its scontrol fields."""
+    info = slurm.wait(jobid, timeout)
+    text = log.read_text() if log.exists() else "(no log)"
+    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", (
+        f"job {jobid}: {info.get('JobState')} exit {info.get('ExitCode')}\n{text}")
+    return info
+
+
+def assert_reported(text: str) -> None:
+    """The script printed what it ran: node, versions, devices, the command."""
+    assert re.search(r"node \S+: Python 3\.\d+", text), text
+    assert "oclsci, version" in text, text
+    assert "Portable Computing Language" in text, text  # `oclsci devices` (PoCL here)
+    assert "run: " in text and "oclsci jacobi" in text, text
+
+
+def test_jacobi_sbatch_matches_direct_run(slurm, job_env, tmp_path):
+    """`sbatch slurm/jacobi.sbatch` with its defaults writes the same result as a direct run."""
+    inp = write_input(tmp_path / "in.npy")
+    iterations = 3000
+    ref = reference(tmp_path, job_env, inp, iterations)
+    jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy",
+                   iterations=iterations)
+    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+    info = finished(slurm, jobid, log, timeout=120)
+    assert info["Features"] == "enbata"  # the script's default constraint
+    out = np.load(tmp_path / f"oclsci-jacobi-{jobid}.npy")
+    assert out.dtype == ref.dtype and np.array_equal(out, ref)
+    text = log.read_text()
+    assert_reported(text)
+    assert not (tmp_path / f"oclsci-jacobi-{jobid}.ckpt.npz").exists()  # removed once done
+
+
+def _mpi_missing() -> str | None:
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py/MPI support is missing: mpi4py is not installed (pip install 'oclsci[mpi]')"
+    if importlib.util.find_spec("oclsci.mpi") is None:
+        return "mpi4py/MPI support is missing: oclsci has no oclsci.mpi module yet"
+    return None
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(_mpi_missing() is not None, reason=str(_mpi_missing()))
+def test_jacobi_mpi_two_ranks_matches_single_rank(slurm, job_env, tmp_path):
+    """slurm/jacobi-mpi.sbatch, 2 ranks started by srun (PMI-2), equals a 1-rank run."""
+    inp = write_input(tmp_path / "in.npy", shape=(70, 52))
+    iterations = 2500
+    ref = reference(tmp_path, job_env, inp, iterations)
+    jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--ntasks-per-node=2",
+                   input="in.npy", iterations=iterations, output="mpi.npy", mpi="pmi2")
+    log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
+    info = finished(slurm, jobid, log, timeout=180)
+    assert info["NumTasks"] == "2"
+    out = np.load(tmp_path / "mpi.npy")
+    assert out.dtype == ref.dtype and np.array_equal(out, ref)
+    assert_reported(log.read_text())
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise TimeoutError(what)
+
+
+def _wait_for_checkpoint(slurm: SlurmCluster, jobid: int, ckpt: Path, log: Path) -> None:
+    """Wait until the running job has written its first periodic checkpoint."""
+    def ready():
+        if ckpt.exists():
+            return True
+        state = slurm.job(jobid).get("JobState", "")
+        assert state in ("PENDING", "RUNNING", "CONFIGURING"), (
+            f"job {jobid} {state} before its first checkpoint:\n"
+            + (log.read_text() if log.exists() else "(no log)"))
+        return False
+
+    _wait_for(ready, 120, f"job {jobid}: no checkpoint {ckpt}")
+
+
+# The long runs use one kernel, so that the short timed run predicts them (`--kernel auto`
+# may choose differently for different iteration counts).
+LONG_RUN = ("--kernel", "coalesced")
+
+
+def _iterations_for(seconds: float, tmp: Path, env: dict, inp: Path) -> int:
+    """Iterations that take about `seconds` on this machine (timed on a short run)."""
+    probe = 20000
+    r = oclsci("jacobi", str(inp), "--iterations", str(probe), *LONG_RUN, env=env, cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    wall = float(re.search(r"wall ([0-9.]+) s", r.stdout).group(1))  # the loop alone
+    return max(int(probe * seconds / max(wall, 1e-3)), probe)
+
+
+def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
+    """A job reaching its time limit checkpoints on Slurm's warning signal (--signal=USR1@120
+    in the script), submits itself again, and the chained job resumes and ends with the result
+    of an uninterrupted run."""
+    inp = write_input(tmp_path / "in.npy", shape=(128, 96))
+    # Long enough to be still running when the signal comes (slurmctld checks time limits
+    # every 30 s), short enough for CI; the reference runs meanwhile, beside the job.
+    iterations = _iterations_for(45, tmp_path, job_env, inp)
+    ref_run = subprocess.Popen(
+        [sys.executable, "-m", "oclsci", "jacobi", str(inp), "--iterations", str(iterations),
+         *LONG_RUN, "-o", str(tmp_path / "ref.npy"), "--quiet"],
+        env=job_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, "--job-name=oclsci-timelimit",
+                       "--time=10", input="in.npy", iterations=iterations, output="out.npy",
+                       checkpoint_every=iterations // 20, args=" ".join(LONG_RUN))
+        log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+        # Once oclsci computes (its first periodic checkpoint is there), bring the time limit
+        # down to 1 minute: the limit is then less than 120 s away, so at its next time-limit
+        # check (every 30 s) slurmctld sends the warning signal.
+        _wait_for_checkpoint(slurm, jobid, tmp_path / "out.ckpt.npz", log)
+        slurm.run(["scontrol", "update", f"JobId={jobid}", "TimeLimit=1"])
+
+        first = finished(slurm, jobid, log, timeout=120)
+        assert first["TimeLimit"] == "00:01:00"
+        text = log.read_text()
+        assert "stopped on a signal; checkpoint" in text, text
+        match = re.search(r"resubmitted as job (\d+)", text)
+        assert match, text
+        second_id = int(match.group(1))
+        assert slurm.jobs_named("oclsci-timelimit") == [jobid, second_id]
+
+        second = finished(slurm, second_id, log, timeout=240)
+        # The same request as the first job (as it stood: 1 minute), the same log, appended.
+        for field in ("Features", "TimeLimit", "NumNodes", "NumTasks", "Partition", "StdOut"):
+            assert second[field] == first[field], field
+        text = log.read_text()
+        assert "resuming from" in text, text
+        resumed = re.search(rf"iterations\s+{iterations} \((\d+) in this run\)", text)
+        assert resumed and 0 < int(resumed.group(1)) < iterations, text
+        assert ref_run.wait(timeout=300) == 0, ref_run.stdout.read()
+    finally:
+        if ref_run.poll() is None:
+            ref_run.kill()
+    out = np.load(tmp_path / "out.npy")
+    ref = np.load(tmp_path / "ref.npy")
+    assert out.dtype == ref.dtype and np.array_equal(out, ref)
+    assert not (tmp_path / "out.ckpt.npz").exists()
+
+
+FAKE_GUIX = """#!{python}
+# A stand-in for `guix time-machine -C CHANNELS -- shell [--pure] [--preserve=RE]... -m FILE...
+# -- CMD...`: it logs its arguments and the variables CMD gets, keeps under --pure only the
+# preserved variables (and those guix always keeps), puts the "profile" (this Python's bin
+# directory) on PATH and the checkout on PYTHONPATH (guix/oclsci.scm packages the checkout),
+# then forks CMD and waits for it, as `guix shell` does.
+import json, os, re, sys
+args = sys.argv[1:]
+assert args[:2] == ["time-machine", "-C"] and args[3:5] == ["--", "shell"], args
+options, cmd = args[5:args.index("--", 5)], args[args.index("--", 5) + 1:]
+env = dict(os.environ)
+if "--pure" in options:
+    keep = [o.split("=", 1)[1] for o in options if o.startswith("--preserve=")]
+    keep += ["^HOME$", "^USER$", "^LOGNAME$", "^TERM$", "^DISPLAY$", "^TZ$", "^PAGER$"]
+    env = {{k: v for k, v in env.items() if any(re.search(r, k) for r in keep)}}
+manifest = options[options.index("-m") + 1]
+env["PATH"] = {bindir!r} + ":/usr/bin:/bin"  # PoCL's wheel links kernels with the host's ld
+env["PYTHONPATH"] = os.path.dirname(os.path.dirname(manifest))
+with open(os.environ["FAKE_GUIX_LOG"], "a") as log:
+    log.write(json.dumps({{"args": args, "env": sorted(env)}}) + "\\n")
+pid = os.fork()
+if pid == 0:
+    os.execvpe(cmd[0], cmd, env)
+status = os.waitpid(pid, 0)[1]
+sys.exit(os.waitstatus_to_exitcode(status) % 256 if os.WIFEXITED(status)
+         else 128 + os.WTERMSIG(status))
+"""
+
+
+def test_guix_environment_and_signal_to_the_step(slurm, job_env, tmp_path):
+    """With `guix` on PATH (OCLSCI_USE_GUIX=auto) the scripts run oclsci through
+    `guix time-machine -C guix/channels.scm -- shell --pure --preserve='^SLURM' -m
+    guix/manifest.scm -- ...` (a stand-in here, which forks and waits like guix shell). A USR1
+    sent to the job step then reaches oclsci (not the guix process), the run checkpoints, the
+    job resubmits itself, and the result equals an uninterrupted run."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    guix = bindir / "guix"
+    guix.write_text(FAKE_GUIX.format(python=sys.executable,
+                                     bindir=str(Path(sys.executable).parent)))
+    guix.chmod(0o755)
+    env = dict(job_env, PATH=f"{bindir}{os.pathsep}{job_env['PATH']}",
+               FAKE_GUIX_LOG=str(tmp_path / "guix.log"), OCLSCI_GUIX_VARIANT="cpu")
+    env.pop("OCLSCI_USE_GUIX")  # auto
+    inp = write_input(tmp_path / "in.npy", shape=(96, 64))
+    iterations = _iterations_for(8, tmp_path, job_env, inp)
+    jobid = submit(slurm, "jacobi.sbatch", env, tmp_path, "--job-name=oclsci-guix",
+                   input="in.npy", iterations=iterations, output="out.npy",
+                   checkpoint_every=iterations // 20, args=" ".join(LONG_RUN))
+    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+    _wait_for_checkpoint(slurm, jobid, tmp_path / "out.ckpt.npz", log)
+    slurm.run(["scancel", "--signal=USR1", str(jobid)])  # to the job steps, as --signal=USR1@T
+    ref = reference(tmp_path, job_env, inp, iterations, *LONG_RUN)
+    finished(slurm, jobid, log, timeout=60)
+    match = re.search(r"resubmitted as job (\d+)", log.read_text())
+    assert match, log.read_text()
+    finished(slurm, int(match.group(1)), log, timeout=120)
+    assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
+
+    text = log.read_text()
+    assert "environment: guix time-machine" in text
+    assert_reported(text)
+    calls = [json.loads(line) for line in (tmp_path / "guix.log").read_text().splitlines()]
+    assert len(calls) == 4  # report + jacobi, twice
+    for call in calls:
+        args = call["args"]
+        assert args[:5] == ["time-machine", "-C", f"{ROOT}/guix/channels.scm", "--", "shell"]
+        assert {"--pure", "--preserve=^SLURM", "--rebuild-cache"} <= set(args)
+        assert args[args.index("-m") + 1] == f"{ROOT}/guix/manifest.scm"
+        assert args[args.index("--", 5) + 1:][:3] == ["python3", "-m", "oclsci"] or \
+            args[args.index("--", 5) + 1:][:2] == ["python3", "-c"]
+        assert {"SLURM_JOB_ID", "SLURM_LOCALID", "POCL_CACHE_DIR"} <= set(call["env"])
+    assert sum("--resume" in call["args"] for call in calls) == 1
+
+
+def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path):
+    """`scancel` stops a run with a checkpoint but does not start the chain again; the
+    checkpoint then resumes by hand (OCLSCI_RESUME) to the uninterrupted result."""
+    inp = write_input(tmp_path / "in.npy", shape=(96, 64))
+    iterations = _iterations_for(8, tmp_path, job_env, inp)
+    jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, "--job-name=oclsci-cancel",
+                   input="in.npy", iterations=iterations, output="out.npy",
+                   checkpoint_every=iterations // 20, args=" ".join(LONG_RUN))
+    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+    ckpt = tmp_path / "out.ckpt.npz"
+    _wait_for_checkpoint(slurm, jobid, ckpt, log)
+    slurm.run(["scancel", str(jobid)])
+    info = slurm.wait(jobid, 60)
+    assert info["JobState"] == "CANCELLED"
+    _wait_for(lambda: "not resubmitting" in log.read_text(), 30, log.read_text())
+    assert slurm.jobs_named("oclsci-cancel") == [jobid]
+    assert ckpt.exists()
+
+    second = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy",
+                    iterations=iterations, output="out.npy", resume=ckpt.name,
+                    args=" ".join(LONG_RUN))
+    ref = reference(tmp_path, job_env, inp, iterations, *LONG_RUN)  # runs while the job does
+    finished(slurm, second, tmp_path / f"oclsci-jacobi-{second}.out", timeout=120)
+    assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
+
+
+def test_sweep_array(slurm, job_env, tmp_path):
+    """slurm/jacobi-sweep.sbatch: array task I runs the case on line I of the sweep file."""
+    inp = write_input(tmp_path / "in.npy", shape=(48, 40))
+    cases = ["--kernel seed", "--kernel blocked --dtype float64"]
+    (tmp_path / "cases.txt").write_text("# two cases\n\n" + "\n".join(cases) + "\n")
+    iterations = 1500
+    jobid = submit(slurm, "jacobi-sweep.sbatch", job_env, tmp_path, "--array=0-1",
+                   input="in.npy", iterations=iterations, sweep_file="cases.txt")
+    def done():
+        tasks = slurm.jobs(jobid)
+        return len(tasks) == len(cases) and all(t["JobState"] in FINAL_STATES for t in tasks)
+
+    _wait_for(done, 180, f"array job {jobid} did not finish")
+    for task in slurm.jobs(jobid):
+        log = tmp_path / f"oclsci-sweep-{jobid}_{task['ArrayTaskId']}.out"
+        assert task["JobState"] == "COMPLETED" and task["ExitCode"] == "0:0", (
+            log.read_text() if log.exists() else f"no {log}")
+    for index, case in enumerate(cases):
+        r = oclsci("jacobi", str(inp), "--iterations", str(iterations), *case.split(),
+                   "-o", str(tmp_path / f"ref{index}.npy"), "--quiet", env=job_env, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        out = np.load(tmp_path / f"oclsci-sweep-{jobid}_{index}.npy")
+        ref = np.load(tmp_path / f"ref{index}.npy")
+        assert out.dtype == ref.dtype and np.array_equal(out, ref), case
+        assert f"sweep case {index}: {case}" in (
+            tmp_path / f"oclsci-sweep-{jobid}_{index}.out").read_text()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("oclsci.cli.bench") is None,
+                    reason="`oclsci bench` is not available yet (no oclsci.cli.bench module)")
+def test_bench_sbatch(slurm, job_env, tmp_path):
+    """slurm/bench.sbatch writes the benchmark table as JSON and Markdown."""
+    jobid = submit(slurm, "bench.sbatch", job_env, tmp_path, args="--quick", output="table")
+    log = tmp_path / f"oclsci-bench-{jobid}.out"
+    finished(slurm, jobid, log, timeout=300)
+    assert json.loads((tmp_path / "table.json").read_text())
+    assert (tmp_path / "table.md").read_text().strip()
+    assert "oclsci, version" in log.read_text()
