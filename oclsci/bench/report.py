@@ -1,0 +1,199 @@
+"""Write a benchmark report as JSON, a Markdown table or a PNG chart (atomically)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..io import atomic_path
+
+SCHEMA_PATH = Path(__file__).with_name("schema.json")
+PLOT_HELP = "--plot needs matplotlib: pip install 'oclsci[plot]'"
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    """The JSON schema of the report."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def validate(report: dict) -> None:
+    """Raise ``jsonschema.ValidationError`` if ``report`` breaks the schema (needs jsonschema)."""
+    import jsonschema
+
+    jsonschema.validate(report, schema())
+
+
+def write_json(report: dict, path: str | Path) -> None:
+    """Write the report as indented JSON, atomically."""
+    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
+    with atomic_path(path) as temporary:
+        Path(temporary).write_text(text, encoding="utf-8")
+
+
+def write_markdown(report: dict, path: str | Path) -> None:
+    """Write the Markdown tables, atomically."""
+    with atomic_path(path) as temporary:
+        Path(temporary).write_text(to_markdown(report), encoding="utf-8")
+
+
+def check_plot_available() -> None:
+    """Refuse ``--plot`` before any work when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise InputError(PLOT_HELP) from None
+
+
+def number(value: Any, digits: int = 3) -> str:
+    """A figure with ``digits`` significant digits, without exponents for everyday sizes."""
+    if value is None:
+        return "—"
+    value = float(value)
+    if value == 0:
+        return "0"
+    magnitude = abs(value)
+    if magnitude >= 10 ** digits:
+        return f"{value:,.0f}"
+    if magnitude >= 1e-4:
+        decimals = max(0, digits - 1 - int(f"{magnitude:e}".split("e")[1]))
+        return f"{value:.{decimals}f}"
+    return f"{value:.{digits - 1}e}"
+
+
+def _prefix(values: list[float]) -> tuple[str, float]:
+    top = max((v for v in values if v), default=0.0)
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if top >= scale:
+            return prefix, scale
+    return "", 1.0
+
+
+def _check_cell(result: dict) -> str:
+    check = result.get("check") or {}
+    message = str(check.get("message", "")).replace("|", "/")
+    if result["status"] == "ok":
+        return "reference" if result["reference"] else "ok"
+    if result["status"] == "skipped":
+        return f"skipped: {message}"
+    if result["status"] == "failed":
+        return f"**FAILED** ({message})"
+    return f"**ERROR** ({message})"
+
+
+def _how(result: dict, case: dict) -> str:
+    """How a result was timed and checked, when it is not the plain case."""
+    unit = case["iteration_unit"]
+    parts = []
+    if result["extrapolated"]:
+        parts.append(f"timed on {result['iterations_timed']} {unit}s, extrapolated")
+    if result["check_iterations"] and not result["reference"]:
+        parts.append(f"checked after {result['check_iterations']} {unit}s")
+    if result["wall_seconds_samples"] and len(result["wall_seconds_samples"]) < case["repeat"]:
+        parts.append(f"{len(result['wall_seconds_samples'])} timed run(s) (time budget)")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def case_table(case: dict) -> str:
+    """The Markdown table of one case, with its notes and variant descriptions."""
+    unit = case["iteration_unit"]
+    prefix, scale = _prefix([r["throughput"] or 0 for r in case["results"]])
+    header = ["variant", "check", "wall s", "device s", "speed-up vs NumPy", f"µs/{unit}",
+              f"{prefix} {case['throughput_unit']}".strip(), "GB/s", "% of copy BW"]
+    rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    marked = False
+    for result in case["results"]:
+        wall = number(result["wall_seconds"])
+        if result["extrapolated"] and result["wall_seconds"] is not None:
+            wall += "*"
+            marked = True
+        throughput = None if result["throughput"] is None else result["throughput"] / scale
+        speedup = result["speedup_vs_numpy"]
+        cells = [f"`{result['variant']}`", _check_cell(result), wall,
+                 number(result["device_seconds"]),
+                 "—" if speedup is None else f"{number(speedup)}x",
+                 number(result["us_per_iteration"]), number(throughput),
+                 number(result["gb_per_s"]), number(result["percent_of_copy_bandwidth"], 2)]
+        rows.append("| " + " | ".join(cells) + " |")
+    lines = [f"### {case['title']}", "", *rows, ""]
+    if marked:
+        lines += [f"\\* timed on fewer {unit}s and extrapolated linearly (see below).", ""]
+    lines += [f"- {note}" for note in case["notes"]]
+    lines += [f"- `{r['variant']}`: {r['description']}{_how(r, case)}" for r in case["results"]]
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(report: dict) -> str:
+    """The whole report as Markdown: a header naming the device, then one table per case."""
+    device, host, copy = report["device"], report["host"], report["copy_bandwidth"]
+    versions = ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v)
+    settings = report["settings"]
+    lines = [
+        f"## oclsci bench: {device['name']} ({device['platform']})",
+        "",
+        f"- date: {report['created']}; command: `{' '.join(report['command_line'])}`",
+        f"- device {device['spec']}: {device['type']}, {device['compute_units']} compute units, "
+        f"{device['global_mem_bytes'] / 2**30:.1f} GiB; driver {device['driver_version']}; "
+        f"{device['opencl_version']}",
+        f"- host: {host['processor']}, {host['cpu_count']} logical CPUs; {host['os']}",
+        f"- versions: {versions}",
+        f"- device copy bandwidth: **{number(copy['gb_per_s'])} GB/s** "
+        f"({copy['buffer_bytes'] // 2**20} MiB buffers, read + write bytes, median of "
+        f"{len(copy['gb_per_s_samples'])})",
+        f"- median of {settings['repeat']} timed runs after a warm-up"
+        + (" (--quick: smaller problems)" if settings["quick"] else ""),
+        "",
+        "Wall: host clock from the first enqueue to `queue.finish()` (set-up, build and "
+        "transfers excluded). Device: OpenCL profiling events. Speed-up: NumPy's wall time "
+        "over the variant's. µs per iteration, throughput, GB/s (minimum bytes a variant "
+        "must move) and % of copy bandwidth: from device time where there is one. A variant "
+        "whose result differs from NumPy's is marked FAILED and gets no figures but its times.",
+        "",
+    ]
+    lines += [case_table(case) for case in report["cases"]]
+    if report["skipped"]:
+        lines += ["Skipped:", ""]
+        lines += [f"- {item['workload']}: {item['reason']}" for item in report["skipped"]]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_plot(report: dict, path: str | Path) -> None:
+    """A PNG of the speed-ups over NumPy, one panel per case (checked variants only)."""
+    check_plot_available()
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib import ticker
+
+    cases = report["cases"]
+    figure, axes = plt.subplots(len(cases) or 1, 1, squeeze=False,
+                                figsize=(8, 1.2 + 0.45 * sum(len(c["results"]) for c in cases)))
+    for axis, case in zip(axes[: len(cases), 0], cases, strict=True):
+        names, values, colours = [], [], []
+        for result in case["results"]:
+            names.append(result["variant"] + ("" if result["status"] == "ok"
+                                              else f" ({result['status'].upper()})"))
+            values.append(result["speedup_vs_numpy"] or 0.0)
+            colours.append("tab:grey" if result["reference"] else
+                           "tab:blue" if result["status"] == "ok" else "tab:red")
+        bars = axis.barh(names, values, color=colours)
+        axis.bar_label(bars, labels=[f"{v:.3g}x" if v else "no figure" for v in values],
+                       fontsize=7, padding=2)
+        axis.set_xscale("log")
+        axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+        axis.xaxis.set_minor_formatter(ticker.NullFormatter())
+        axis.margins(x=0.15)
+        axis.invert_yaxis()
+        axis.set_title(case["title"], fontsize=9)
+        axis.set_xlabel("speed-up over NumPy (wall time)", fontsize=8)
+        axis.tick_params(labelsize=8)
+    figure.suptitle(f"oclsci bench: {report['device']['name']}", fontsize=10)
+    figure.tight_layout()
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, format="png", dpi=110)
+    plt.close(figure)

@@ -1,0 +1,174 @@
+"""Run the benchmark workloads on one device and gather one JSON-ready report.
+
+The report (schema: ``oclsci/bench/schema.json``) names the device, driver, host, versions,
+date and command line, holds the device-to-device copy bandwidth measured in the same run,
+and one record per case with every variant's figures.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib
+import os
+import platform
+import socket
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from .. import __version__
+from ..device import create_context
+from ..errors import InputError
+from .core import Case, FaultyVariant, Progress
+from .measure import FULL, QUICK, run_case
+
+SCHEMA_ID = "oclsci-bench/1"
+# Workload name -> module of this package with ``cases(compute, quick) -> (cases, skipped)``.
+WORKLOADS = {
+    "jacobi": "oclsci.bench.jacobi",
+    "mandelbrot": "oclsci.bench.mandelbrot",
+    "elementwise": "oclsci.bench.elementwise",
+}
+# Test-only: a comma-separated list of workloads (or "all") that get a deliberately wrong
+# variant, to show that the checks catch it and keep it out of the speed-ups.
+FAULTY_VARIABLE = "OCLSCI_BENCH_FAULTY"
+
+
+def parse_workloads(names: tuple[str, ...] | list[str]) -> list[str]:
+    """Expand ``all`` and refuse unknown names; keep the order given, without duplicates."""
+    chosen: list[str] = []
+    for name in names or ("all",):
+        if name == "all":
+            expanded = list(WORKLOADS)
+        elif name in WORKLOADS:
+            expanded = [name]
+        else:
+            raise InputError(f"unknown workload {name!r}; choose {', '.join(WORKLOADS)} or all")
+        chosen += [w for w in expanded if w not in chosen]
+    return chosen
+
+
+def measure_copy_bandwidth(compute: Any, quick: bool = False, repeat: int = 5) -> dict:
+    """Device-to-device ``clEnqueueCopyBuffer`` bandwidth (bytes read + written per second)."""
+    device = compute.device
+    nbytes = min(2**26 if quick else 2**30, device.max_mem_alloc_size // 2,
+                 device.global_mem_size // 8)
+    nbytes = 1 << (max(nbytes, 2**20).bit_length() - 1)
+    copies = 4
+    flags = cl.mem_flags
+    source = cl.Buffer(compute.context, flags.READ_WRITE, nbytes)
+    target = cl.Buffer(compute.context, flags.READ_WRITE, nbytes)
+    cl.enqueue_fill_buffer(compute.queue, source, np.uint8(1), 0, nbytes)
+    for _ in range(2):  # warm-up: first touch of the pages
+        cl.enqueue_copy(compute.queue, target, source)
+    samples, sources = [], set()
+    for _ in range(repeat):
+        stopwatch = compute.stopwatch()
+        for _ in range(copies):
+            stopwatch.record(cl.enqueue_copy(compute.queue, target, source))
+        stopwatch.stop()
+        samples.append(2 * nbytes * copies / stopwatch.device_seconds / 1e9)
+        sources.add(stopwatch.source)
+    source.release()
+    target.release()
+    return {"method": "clEnqueueCopyBuffer device to device; bytes read + written",
+            "buffer_bytes": int(nbytes), "copies_per_sample": copies,
+            "gb_per_s": statistics.median(samples), "gb_per_s_samples": samples,
+            "timing_source": sources.pop() if len(sources) == 1 else "mixed"}
+
+
+def _version(module: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(module)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment(compute: Any) -> dict:
+    """Device, host and software versions for the report."""
+    device = dict(compute.describe(), chosen_by=compute.chosen_by, profiling=compute.profiling,
+                  platform_version=compute.platform.version.strip(),
+                  opencl_c_version=compute.device.opencl_c_version.strip(),
+                  max_mem_alloc_bytes=int(compute.device.max_mem_alloc_size))
+    versions = {"oclsci": __version__, "python": platform.python_version(),
+                "numpy": np.__version__, "pyopencl": cl.VERSION_TEXT}
+    for package in ("mako", "click", "pocl-binary-distribution"):
+        versions[package] = _version(package)
+    host = {"hostname": socket.gethostname(), "os": platform.platform(),
+            "machine": platform.machine(), "processor": _cpu_name(),
+            "cpu_count": os.cpu_count()}
+    return {"device": device, "host": host, "versions": versions}
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as stream:
+            for line in stream:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _faulty_workloads() -> set[str]:
+    value = os.environ.get(FAULTY_VARIABLE, "").strip()
+    if not value:
+        return set()
+    return set(WORKLOADS) if value in ("1", "all") else {v.strip() for v in value.split(",")}
+
+
+def run_bench(workloads: list[str], *, device: Any = None, quick: bool = False,
+              repeat: int = 3, progress: Callable[[str], None] | None = None,
+              extra_variants: Callable[[Case], list] | None = None,
+              command_line: list[str] | None = None) -> dict:
+    """Run ``workloads`` on one device; return the report (a JSON-ready dict).
+
+    ``extra_variants(case)`` may add variants to a case (tests use it to add a wrong one).
+    """
+    if repeat < 1:
+        raise InputError(f"--repeat must be >= 1, got {repeat}")
+    workloads = parse_workloads(workloads)
+    compute = device if hasattr(device, "queue") else create_context(device)
+    progress = progress or Progress(enabled=False)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    progress("bench: measuring the device's copy bandwidth")
+    copy = measure_copy_bandwidth(compute, quick)
+    faulty = _faulty_workloads()
+    records, skipped = [], []
+    for workload in workloads:
+        module = importlib.import_module(WORKLOADS[workload])
+        progress(f"bench {workload}: preparing")
+        cases, notes = module.cases(compute, quick)
+        skipped += [{"workload": workload, "reason": note} for note in notes]
+        for case in cases:
+            if extra_variants is not None:
+                case.variants += list(extra_variants(case))
+            if workload in faulty and case.variants:
+                case.variants.append(FaultyVariant(case.variants[-1]))
+            records.append(run_case(case, repeat, progress, copy["gb_per_s"],
+                                    QUICK if quick else FULL))
+    finished = datetime.datetime.now(datetime.timezone.utc)
+    return {
+        "schema": SCHEMA_ID,
+        "created": started.isoformat(timespec="seconds"),
+        "duration_seconds": (finished - started).total_seconds(),
+        "command_line": list(sys.argv if command_line is None else command_line),
+        "settings": {"workloads": workloads, "quick": bool(quick), "repeat": int(repeat)},
+        **environment(compute),
+        "copy_bandwidth": copy,
+        "cases": records,
+        "skipped": skipped,
+    }
+
+
+def failures(report: dict) -> list[str]:
+    """``case/variant`` of every variant that failed its check or could not run."""
+    return [f"{case['id']}/{result['variant']}" for case in report["cases"]
+            for result in case["results"] if result["status"] in ("failed", "error")]

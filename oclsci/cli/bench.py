@@ -1,0 +1,93 @@
+"""``oclsci bench``: NumPy and every oclsci variant of the seed's workloads, side by side."""
+
+from __future__ import annotations
+
+import click
+
+from ..errors import InputError, OclsciError
+from .options import device_option, quiet_option
+
+DEFAULT_REPEAT = 3
+
+
+def _command_line(workloads, device, quick, repeat, json_path, markdown_path, plot_path,
+                  quiet) -> list[str]:
+    """The command as a user would type it again (options in a fixed order)."""
+    words = ["oclsci", "bench", *(workloads or ("all",))]
+    if device is not None:
+        words += ["--device", device]
+    if quick:
+        words.append("--quick")
+    if repeat != DEFAULT_REPEAT:
+        words += ["--repeat", str(repeat)]
+    for flag, value in (("--json", json_path), ("--markdown", markdown_path),
+                        ("--plot", plot_path)):
+        if value:
+            words += [flag, str(value)]
+    return words + (["--quiet"] if quiet else [])
+
+
+@click.command("bench")
+@click.argument("workloads", nargs=-1, metavar="[jacobi|mandelbrot|elementwise|all]...")
+@device_option
+@click.option("--quick", is_flag=True,
+              help="Smaller problems and fewer steps (about a minute on a 2-core CPU).")
+@click.option("--repeat", type=int, default=DEFAULT_REPEAT, show_default=True,
+              help="Timed runs per variant, after a warm-up; the median is reported.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write every figure as JSON (schema: oclsci/bench/schema.json).")
+@click.option("--markdown", "markdown_path", type=click.Path(dir_okay=False), metavar="FILE",
+              help="Write the tables as Markdown.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.png",
+              help="Write a bar chart of the speed-ups (needs matplotlib: oclsci[plot]).")
+@quiet_option
+def bench_command(workloads, device, quick, repeat, json_path, markdown_path, plot_path, quiet):
+    """Time NumPy and every oclsci variant of each workload on one device, in one run.
+
+    Workloads: jacobi (the seed's 400x266 picture for 150000 steps, and large grids sized to
+    the device), mandelbrot (1500x1250, 400 iterations), elementwise (axpy); default all.
+    Each result is checked against NumPy's: a wrong one is marked FAILED, gets no speed-up,
+    and makes the command exit with status 1 once the outputs are written. The tables go to
+    standard output; progress goes to standard error on a terminal.
+    """
+    from ..bench import failures, parse_workloads, run_bench
+    from ..bench.core import Progress
+    from ..bench.report import (
+        check_plot_available,
+        to_markdown,
+        write_json,
+        write_markdown,
+        write_plot,
+    )
+    from ..device import create_context
+    from ..io import check_output_path
+
+    chosen = parse_workloads(workloads)
+    if repeat < 1:
+        raise InputError(f"--repeat must be >= 1, got {repeat}")
+    check_output_path(json_path, (".json",))
+    check_output_path(markdown_path, (".md", ".markdown"))
+    check_output_path(plot_path, (".png",))
+    if plot_path:
+        check_plot_available()
+    command_line = _command_line(workloads, device, quick, repeat, json_path, markdown_path,
+                                 plot_path, quiet)
+    compute = create_context(device, quiet=quiet)
+    progress = Progress(enabled=False if quiet else None)
+    try:
+        report = run_bench(chosen, device=compute, quick=quick, repeat=repeat,
+                           progress=progress, command_line=command_line)
+    finally:
+        progress.close()
+    if json_path:
+        write_json(report, json_path)
+    if markdown_path:
+        write_markdown(report, markdown_path)
+    if plot_path:
+        write_plot(report, plot_path)
+    if not quiet:
+        click.echo(to_markdown(report))
+    failed = failures(report)
+    if failed:
+        raise OclsciError(f"{len(failed)} variant(s) failed their check or did not run: "
+                          f"{', '.join(failed)} (outputs written)")

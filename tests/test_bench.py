@@ -1,0 +1,261 @@
+"""`oclsci bench`: the quick run and its JSON schema, checks that catch wrong variants, the
+time budget, the Markdown/PNG outputs, progress and bad input."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from conftest import DEVICE_SPECS
+
+from oclsci.bench import Timing, run_bench, schema, to_markdown, validate
+from oclsci.bench.core import Progress
+from oclsci.bench.jacobi import SolverJacobi, grid_case, large_plan
+from oclsci.bench.measure import QUICK, Budget, run_case
+from oclsci.bench.report import write_plot
+from oclsci.jacobi import KERNEL_NAMES
+
+pytestmark = pytest.mark.skipif(not DEVICE_SPECS, reason="no OpenCL device")
+DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
+# `oclsci bench --quick` must finish in under a minute on a 2-core PoCL CPU; allow for a
+# loaded CI machine.
+QUICK_LIMIT_S = 90
+
+
+def oclsci(*args, env=None, cwd=None, timeout=600):
+    return subprocess.run([sys.executable, "-m", "oclsci", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("oclsci: error:") and "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One `oclsci bench --quick` run (all workloads), shared by the tests that read it."""
+    folder = tmp_path_factory.mktemp("bench")
+    start = time.perf_counter()
+    result = oclsci("bench", "--quick", "--device", DEVICE, "--json", folder / "b.json",
+                    "--markdown", folder / "b.md")
+    elapsed = time.perf_counter() - start
+    assert result.returncode == 0, result.stderr
+    report = json.loads((folder / "b.json").read_text())
+    return SimpleNamespace(folder=folder, result=result, report=report, elapsed=elapsed)
+
+
+def test_quick_run_is_quick_and_validates(quick_run):
+    jsonschema = pytest.importorskip("jsonschema")
+    assert quick_run.elapsed < QUICK_LIMIT_S
+    validate(quick_run.report)
+    jsonschema.Draft202012Validator.check_schema(schema())
+    # Only the outputs asked for, no temporary files left behind.
+    assert sorted(p.name for p in quick_run.folder.iterdir()) == ["b.json", "b.md"]
+
+
+def test_quick_report_contents(quick_run):
+    report = quick_run.report
+    assert report["settings"] == {"workloads": ["jacobi", "mandelbrot", "elementwise"],
+                                  "quick": True, "repeat": 3}
+    assert report["command_line"][:3] == ["oclsci", "bench", "all"]
+    assert report["copy_bandwidth"]["gb_per_s"] > 0
+    ids = [case["id"] for case in report["cases"]]
+    assert ids[0] == "jacobi-400x266" and any(i.startswith("jacobi-1024") for i in ids)
+    seed = report["cases"][0]
+    names = [r["variant"] for r in seed["results"]]
+    assert names[0] == "numpy" and "seed-loop" in names
+    assert set(KERNEL_NAMES) <= set(names)  # every kernel, including new ones
+    for case in report["cases"]:
+        assert case["results"][0]["reference"] and case["results"][0]["speedup_vs_numpy"] == 1
+        for result in case["results"]:
+            assert result["status"] == "ok", result
+            assert result["check"]["passed"] is True
+            assert result["wall_seconds"] > 0 and result["speedup_vs_numpy"] > 0
+            assert len(result["wall_seconds_samples"]) >= 1
+            if result["kind"] == "opencl":
+                assert result["device_seconds"] > 0
+    # The tables on stdout are the Markdown file.
+    markdown = (quick_run.folder / "b.md").read_text()
+    assert quick_run.result.stdout.strip() == markdown.strip()
+    assert "| `coalesced` | ok |" in markdown and "copy bandwidth" in markdown
+    # No TTY: no progress line on stderr, only the device line.
+    assert quick_run.result.stderr.strip().startswith("oclsci: device")
+    assert "\r" not in quick_run.result.stderr
+
+
+def test_mandelbrot_case_present_when_module_is(quick_run):
+    pytest.importorskip("oclsci.mandelbrot")
+    case = next(c for c in quick_run.report["cases"] if c["workload"] == "mandelbrot")
+    assert [r["variant"] for r in case["results"]][:3] == ["numpy", "opencl", "opencl+copy"]
+    assert not any(r["extrapolated"] for r in case["results"])
+
+
+class OffByOne:
+    """A wrong variant: one step short, and claims to be ten times faster."""
+
+    kind = "opencl"
+    name = "off-by-one"
+    description = "test: one Jacobi step short"
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def run(self, iterations):
+        timing = self.inner.run(iterations - 1)
+        return Timing(timing.wall / 10, timing.device / 10, timing.output, timing.source)
+
+
+@pytest.fixture
+def tiny_case(any_compute):
+    rhs = np.random.default_rng(5).standard_normal((37, 53)).astype(np.float32)
+    return grid_case("jacobi-tiny", "tiny", rhs, 60, 60, any_compute)
+
+
+def test_wrong_variant_fails_and_gets_no_speedup(tiny_case, any_compute):
+    tiny_case.variants.append(OffByOne(SolverJacobi(any_compute, tiny_case.reference.rhs,
+                                                    "coalesced")))
+    record = run_case(tiny_case, repeat=2, copy_gbps=10.0, budget=QUICK)
+    wrong = record["results"][-1]
+    assert wrong["variant"] == "off-by-one"
+    assert wrong["status"] == "failed" and wrong["check"]["passed"] is False
+    assert "WRONG" in wrong["check"]["message"] and wrong["check"]["max_abs_error"] > 0
+    for key in ("speedup_vs_numpy", "throughput", "gb_per_s", "percent_of_copy_bandwidth",
+                "us_per_iteration"):
+        assert wrong[key] is None
+    assert wrong["wall_seconds"] > 0  # its time is kept, but it is no win
+    assert all(r["status"] == "ok" for r in record["results"][:-1])
+    markdown = to_markdown(_report_around(record))
+    assert "| `off-by-one` | **FAILED**" in markdown
+
+
+def test_check_after_fewer_numpy_steps(tiny_case):
+    """NumPy runs fewer steps: variants are checked on a separate run of that many."""
+    tiny_case.reference_iterations = 25
+    record = run_case(tiny_case, repeat=1, budget=QUICK)
+    numpy_result, *others = record["results"]
+    assert numpy_result["extrapolated"] and numpy_result["iterations_timed"] == 25
+    assert all(r["status"] == "ok" and r["check_iterations"] == 25 for r in others)
+
+
+def test_slow_variant_is_extrapolated_within_budget(tiny_case):
+    tiny_case.iterations = 400
+    tiny_case.reference_iterations = 400
+    record = run_case(tiny_case, repeat=2, budget=Budget(5.0, 1e-3))
+    for result in record["results"][1:]:
+        assert result["extrapolated"] and result["iterations_timed"] < 400
+        assert result["check_iterations"] == result["iterations_timed"]
+        assert result["status"] == "ok"
+    assert "extrapolated linearly" in to_markdown(_report_around(record))
+
+
+def test_faulty_environment_variable_marks_failure(tmp_path):
+    """The test-only hook through the CLI: exit 1 after writing, the variant marked failed."""
+    pytest.importorskip("oclsci.mandelbrot")
+    out = tmp_path / "b.json"
+    result = oclsci("bench", "mandelbrot", "--quick", "--repeat", "1", "--device", DEVICE,
+                    "--json", out, "--quiet", env={"OCLSCI_BENCH_FAULTY": "mandelbrot"})
+    assert_one_line_error(result, "failed their check", "faulty-", "outputs written")
+    report = json.loads(out.read_text())
+    pytest.importorskip("jsonschema")
+    validate(report)
+    results = report["cases"][0]["results"]
+    faulty = [r for r in results if r["variant"].startswith("faulty-")]
+    assert len(faulty) == 1 and faulty[0]["status"] == "failed"
+    assert faulty[0]["speedup_vs_numpy"] is None and faulty[0]["throughput"] is None
+    assert all(r["status"] == "ok" for r in results if r not in faulty)
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["nbody"], ["unknown workload 'nbody'", "jacobi"]),
+    (["jacobi", "--repeat", "0"], ["--repeat must be >= 1"]),
+    (["--json", "/no/such/folder/b.json"], ["does not exist"]),
+    (["--json", "out.txt"], ["unknown output type"]),
+    (["--markdown", "/no/such/folder/b.md"], ["does not exist"]),
+])
+def test_bad_input_is_one_line(args, fragments, tmp_path):
+    result = oclsci("bench", *args, "--quick", "--device", DEVICE, cwd=tmp_path)
+    assert_one_line_error(result, *fragments)
+    assert not list(tmp_path.iterdir())
+
+
+def test_plot_without_matplotlib_is_one_line(tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None; from oclsci.cli import main; "
+            f"main(['bench', '--quick', '--plot', {str(tmp_path / 'b.png')!r}])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert_one_line_error(result, "needs matplotlib", "oclsci[plot]")
+    assert not list(tmp_path.iterdir())
+
+
+def test_plot(quick_run, tmp_path):
+    pytest.importorskip("matplotlib")
+    write_plot(quick_run.report, tmp_path / "b.png")
+    assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["b.png"]
+
+
+def test_progress_only_on_a_terminal():
+    class Stream(io.StringIO):
+        def __init__(self, tty):
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    quiet, shown = Stream(False), Stream(True)
+    for stream in (quiet, shown):
+        progress = Progress(stream=stream)
+        progress("bench jacobi: seed run 1/3")
+        progress.close()
+    assert quiet.getvalue() == ""
+    assert "seed run 1/3" in shown.getvalue() and shown.getvalue().startswith("\r")
+    assert Progress(enabled=False, stream=shown).enabled is False
+
+
+def _fake_compute(is_cpu, memory):
+    device = SimpleNamespace(global_mem_size=memory, max_mem_alloc_size=memory // 4)
+    return SimpleNamespace(is_cpu=is_cpu, device=device)
+
+
+def test_large_grids_sized_to_the_device():
+    sizes, iterations, notes = large_plan(_fake_compute(False, 80 * 2**30))
+    assert sizes == [8192, 16384] and 100 <= iterations <= 1000 and not notes
+    sizes, _, notes = large_plan(_fake_compute(False, 4 * 2**30))
+    assert sizes == [8192] and "16384^2 skipped" in notes[0]
+    sizes, _, notes = large_plan(_fake_compute(True, 4 * 2**30))
+    assert max(sizes) < 8192 and "CPU device" in notes[0]
+
+
+def test_api_refuses_bad_repeat_and_workload():
+    from oclsci.errors import InputError
+
+    with pytest.raises(InputError, match="--repeat"):
+        run_bench(["jacobi"], repeat=0)
+    with pytest.raises(InputError, match="unknown workload"):
+        run_bench(["fft"])
+
+
+def _report_around(record):
+    """A minimal report holding one case record, for the Markdown writer."""
+    return {"device": {"name": "dev", "platform": "plat", "spec": "0:0", "type": "CPU",
+                       "compute_units": 2, "global_mem_bytes": 2**30, "driver_version": "1",
+                       "opencl_version": "OpenCL 3.0"},
+            "host": {"processor": "cpu", "cpu_count": 2, "os": "os"},
+            "versions": {"oclsci": "0"}, "created": "now", "command_line": ["oclsci", "bench"],
+            "copy_bandwidth": {"gb_per_s": 10.0, "buffer_bytes": 2**20,
+                               "gb_per_s_samples": [10.0]},
+            "settings": {"repeat": record["repeat"], "quick": True},
+            "cases": [record], "skipped": []}
