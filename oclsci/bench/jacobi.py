@@ -59,16 +59,19 @@ class SolverJacobi:
     kind = "opencl"
 
     def __init__(self, compute, rhs: np.ndarray, kernel: str, default: bool = False):
-        self.compute, self.rhs, self.kernel = compute, rhs, kernel
+        self.compute, self.rhs, self.kernel, self.default = compute, rhs, kernel, default
         self.name = kernel
-        config = choose_config(compute, kernel, DTYPE, rhs.shape)
-        self.description = (f"oclsci.jacobi kernel {config.describe()}"
-                             + (" [oclsci's default here]" if default else ""))
         self.solver = None
+        self.description = self._describe(choose_config(compute, kernel, DTYPE, rhs.shape))
+
+    def _describe(self, config) -> str:
+        return (f"oclsci.jacobi kernel {config.describe()}"
+                + (" [oclsci's default here]" if self.default else ""))
 
     def run(self, iterations: int) -> Timing:
         self.solver = None  # free the previous buffers first (large grids)
         self.solver = JacobiSolver(self.compute, self.rhs, dtype=DTYPE, kernel=self.kernel)
+        self.description = self._describe(self.solver.config)  # what actually ran
         result = run(self.solver, iterations)
         output = self.solver.read()
         return Timing(result.wall_seconds, result.device_seconds, output, result.timing_source)
@@ -115,6 +118,12 @@ def _variants(compute, rhs: np.ndarray, seed_loop: bool) -> list:
                        for name in KERNEL_NAMES]
 
 
+def _max_steps(compute, shape: tuple[int, int]) -> int:
+    """The most steps one launch of any kernel advances on this grid."""
+    return max(choose_config(compute, name, DTYPE, shape).steps_per_launch
+               for name in KERNEL_NAMES)
+
+
 def grid_case(case_id: str, title: str, rhs: np.ndarray, iterations: int,
               reference_iterations: int, compute, seed_loop: bool = False,
               notes: list | None = None) -> Case:
@@ -130,7 +139,9 @@ def grid_case(case_id: str, title: str, rhs: np.ndarray, iterations: int,
         work=float(m * n) * iterations, throughput_unit="cell updates/s",
         # Least traffic of a step without temporal blocking: read X and B, write X.
         bytes_moved=float(3 * m * n * DTYPE.itemsize) * iterations,
-        reference_iterations=reference_iterations, warmup_iterations=min(iterations, 40),
+        reference_iterations=reference_iterations,
+        # A few launches of every kernel (the multi-step ones advance up to 16 steps each).
+        warmup_iterations=min(iterations, _max_steps(compute, (m, n)) + 1),
         checker=compare_arrays(rtol=1e-5), notes=list(notes or []))
 
 
@@ -183,8 +194,7 @@ def large_cases(compute, quick: bool = False) -> tuple[list[Case], list[str]]:
     for size in sizes:
         # NumPy (slow on such grids) runs enough steps for one full launch of every
         # multi-step kernel and a remainder launch, for the check.
-        steps = max(choose_config(compute, name, DTYPE, (size, size)).steps_per_launch
-                    for name in KERNEL_NAMES)
+        steps = _max_steps(compute, (size, size))
         reference = iterations if iterations <= 2 * (steps + 3) else steps + 3
         rhs = np.random.default_rng(size).random((size, size), dtype=DTYPE) - np.float32(0.5)
         case_notes = list(notes)

@@ -9,8 +9,8 @@ marked ``failed`` and gets no speed-up, throughput or bandwidth: it never appear
 Time budget: where time grows linearly with iterations (``Case.extrapolate``), a variant too
 slow to run all iterations ``repeat`` times within ``Budget.variant_seconds`` is timed on
 fewer iterations and its times are extrapolated; its record says how many
-(``iterations_timed``, ``extrapolated``) and the tables mark it. Otherwise, repeats stop
-once the budget is spent (after one run at least).
+(``iterations_timed``, ``extrapolated``) and the tables mark it. Repeats also stop once the
+budget is spent (after one run at least); the record keeps every sample.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .core import VARIANT_ERRORS, Case, Check, Variant, finite_only
+from .core import VARIANT_ERRORS, Case, Check, Timing, Variant, finite_only
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,16 @@ class CaseRun:
         check.message += f" after {iterations} {self.case.iteration_unit}s"
         return check
 
-    def planned_iterations(self, variant: Variant) -> int:
+    def planned_iterations(self, variant: Variant, warmup: Timing) -> int:
         """All iterations, or fewer if the variant cannot run them within the budget."""
         case = self.case
         if not case.extrapolate:
             return case.iterations
-        probe = variant.run(case.warmup_iterations)
-        per_iteration = probe.wall / max(case.warmup_iterations, 1)
+        # The warm-up may include a lazy build (PoCL): time a second short run unless the
+        # warm-up alone already shows that the variant is slow.
+        if warmup.wall * self.repeat <= self.budget.variant_seconds:
+            warmup = variant.run(case.warmup_iterations)
+        per_iteration = warmup.wall / max(case.warmup_iterations, 1)
         if per_iteration * case.iterations * self.repeat <= self.budget.variant_seconds:
             return case.iterations
         fit = int(self.budget.variant_seconds / self.repeat / max(per_iteration, 1e-12))
@@ -123,10 +126,8 @@ class CaseRun:
     def run_variant(self, variant: Variant, record: dict) -> None:
         case = self.case
         self.say(f"{variant.name}: warm-up")
-        variant.run(case.warmup_iterations)
-        timed = self.planned_iterations(variant)
-        budget = None if case.extrapolate else self.budget.variant_seconds
-        samples = self.timed_runs(variant, timed, budget)
+        timed = self.planned_iterations(variant, variant.run(case.warmup_iterations))
+        samples = self.timed_runs(variant, timed, self.budget.variant_seconds)
         if timed <= case.reference_iterations:  # the timed results themselves
             verdicts = [self.check(sample.output, timed) for sample in samples]
             check_iterations = timed
@@ -139,6 +140,7 @@ class CaseRun:
                         *(finite_only(sample.output) for sample in samples)]
         check = next((v for v in verdicts if not v.passed), verdicts[0])
         fill(record, case, samples, timed, check, check_iterations)
+        record["description"] = variant.description  # may name what the run chose
 
 
 def new_record(variant: Variant, reference: bool) -> dict:
