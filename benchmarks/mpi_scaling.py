@@ -6,9 +6,11 @@ sub-communicators of that world (ranks 0..P-1, the others wait):
     mpiexec -n 4 python benchmarks/mpi_scaling.py --strong 32768 --weak 16384 --ranks 1,2,4
 
 Each rank builds its own rows of the right-hand side (no scatter from rank 0), so the timings
-are those of the solve: after a warm-up of two exchange periods, the wall time of
-``oclsci.jacobi.run`` for --iterations steps (halo exchanges included, each rank finishing its
-queue), the largest over ranks. Strong scaling: an N x N grid on P devices; efficiency
+are those of the solve, after a warm-up of two exchange periods, the largest over ranks:
+"wall s" is the wall time of ``oclsci.jacobi.run`` for --iterations steps (halo exchanges and
+the final residual norm included); "dev s" is the span of the OpenCL events from the first
+launch to the last (halo exchanges included: the device idles during them, but not the final
+residual norm, which the solver computes partly on the host). "Gcell/s" is from "dev s". Strong scaling: an N x N grid on P devices; efficiency
 T(1) / (P T(P)). Weak scaling: (P N) x N, N x N per device; efficiency T(1) / T(P).
 Prints a table and, with --json, writes every figure.
 """
@@ -120,19 +122,20 @@ def main() -> None:
                 world.comm.Barrier()
     if not world.is_root:
         return
-    print(f"\n{'mode':6} {'kernel':38} {'P':>2} {'grid':>13} {'s':>8} {'Gcell/s':>8} "
-          f"{'eff':>6} {'exch s':>7} {'every':>5}")
+    print(f"\n{'mode':6} {'kernel':24} {'P':>2} {'grid':>13} {'wall s':>7} {'eff':>6} "
+          f"{'dev s':>7} {'eff':>6} {'Gcell/s':>8} {'exch s':>7} {'every':>5}")
     for run in runs:
         base = next(r for r in runs if r["mode"] == run["mode"] and r["kernel"] == run["kernel"]
                     and r["ranks"] == min(ranks))
-        if run["mode"] == "strong":
-            efficiency = base["seconds"] * base["ranks"] / (run["seconds"] * run["ranks"])
-        else:
-            efficiency = base["seconds"] / run["seconds"]
-        run["efficiency"] = efficiency
-        print(f"{run['mode']:6} {run['kernel'][:38]:38} {run['ranks']:>2} "
-              f"{run['m']:>6}x{run['n']:<6} {run['seconds']:8.3f} {run['gcells_per_s']:8.1f} "
-              f"{100 * efficiency:5.1f}% {run['exchange_seconds']:7.3f} {run['exchange_every']:>5}")
+        for key, name in (("seconds", "efficiency"), ("device_seconds", "device_efficiency")):
+            scale = base["ranks"] / run["ranks"] if run["mode"] == "strong" else 1.0
+            run[name] = scale * base[key] / run[key]
+        cells = run["m"] * run["n"] * run["iterations"]
+        print(f"{run['mode']:6} {run['kernel'][:24]:24} {run['ranks']:>2} "
+              f"{run['m']:>6}x{run['n']:<6} {run['seconds']:7.3f} "
+              f"{100 * run['efficiency']:5.1f}% {run['device_seconds']:7.3f} "
+              f"{100 * run['device_efficiency']:5.1f}% {cells / run['device_seconds'] / 1e9:8.1f} "
+              f"{run['exchange_seconds']:7.3f} {run['exchange_every']:>5}")
     if args.json:
         with open(args.json, "w") as stream:
             json.dump(runs, stream, indent=1)
