@@ -124,7 +124,9 @@ def use_rank_cache_dirs(rank: int, environ: Any = None) -> str:
     home blocks other nodes. The folder is ``$OCLSCI_CACHE_DIR`` (default
     ``$XDG_CACHE_HOME/oclsci/ranks``) / ``HOST[-jobJOB]-rRANK``: kept from run to run, apart
     between hosts, Slurm jobs and ranks. ``POCL_CACHE_DIR`` set by the user gets a
-    per-rank subfolder. Must run before PoCL is loaded (before the first context).
+    per-rank subfolder; ``XDG_CACHE_HOME`` (PyOpenCL's cache) is pointed into the folder, and
+    ``OCLSCI_TUNE_CACHE`` (unless set) to the user's tuning cache, which stays shared. Must
+    run before PoCL is loaded (before the first context).
     """
     environ = os.environ if environ is None else environ
     user_cache = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -138,6 +140,8 @@ def use_rank_cache_dirs(rank: int, environ: Any = None) -> str:
     xdg = os.path.join(folder, "xdg")
     for path in (pocl, xdg):
         os.makedirs(path, exist_ok=True)
+    # oclsci's own tuning cache stays where the user's runs keep it (read by rank 0 only).
+    environ.setdefault("OCLSCI_TUNE_CACHE", os.path.join(user_cache, "oclsci", "tuning.json"))
     environ["POCL_CACHE_DIR"] = pocl
     environ["XDG_CACHE_HOME"] = xdg
     return folder

@@ -114,6 +114,7 @@ def test_rank_cache_dirs_are_per_rank(tmp_path):
     assert first != second and pocl0 != env2["POCL_CACHE_DIR"]
     assert first.endswith("-job77-r0") and Path(pocl0).is_dir()
     assert env["XDG_CACHE_HOME"].startswith(first)
+    assert not env["OCLSCI_TUNE_CACHE"].startswith(first)  # the tuning cache stays shared
 
 
 @pytest.mark.parametrize("m,n,parts,period,steps", [(37, 6, 4, 8, 21), (29, 5, 3, 16, 50),
