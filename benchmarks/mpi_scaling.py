@@ -10,8 +10,9 @@ are those of the solve, after a warm-up of two exchange periods, the largest ove
 "wall s" is the wall time of ``oclsci.jacobi.run`` for --iterations steps (halo exchanges and
 the final residual norm included); "dev s" is the span of the OpenCL events from the first
 launch to the last (halo exchanges included: the device idles during them, but not the final
-residual norm, which the solver computes partly on the host). "Gcell/s" is from "dev s". Strong scaling: an N x N grid on P devices; efficiency
-T(1) / (P T(P)). Weak scaling: (P N) x N, N x N per device; efficiency T(1) / T(P).
+residual norm, which the solver computes partly on the host). "Gcell/s" is from "dev s".
+Strong scaling: an N x N grid on P devices; efficiency T(1) / (P T(P)). Weak scaling:
+(P N) x N, N x N per device; efficiency T(1) / T(P).
 Prints a table and, with --json, writes every figure.
 """
 

@@ -23,8 +23,9 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -643,7 +644,8 @@ class DistributedJacobi:
 # Rows shared out and gathered (Mandelbrot and other row-independent images)
 
 
-def rank_bands(height: int, parts: int, rank: int, bands_per_rank: int = 1) -> list[tuple[int, int]]:
+def rank_bands(height: int, parts: int, rank: int,
+               bands_per_rank: int = 1) -> list[tuple[int, int]]:
     """``(first_row, row_count)`` of the bands of ``rank``: the image's rows cut into
     ``parts * bands_per_rank`` contiguous bands, dealt out in turn (more than one band per
     rank spreads the costly rows of a Mandelbrot image over the ranks)."""

@@ -18,13 +18,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from oclsci import mpi
-from oclsci.jacobi_reference import jacobi_numpy, jacobi_step
-
 from conftest import DEVICE_SPECS
 
-KERNELS = __import__("oclsci.jacobi", fromlist=["KERNEL_NAMES"]).KERNEL_NAMES
+from oclsci import mpi
+from oclsci.jacobi import KERNEL_NAMES
+from oclsci.jacobi_reference import jacobi_numpy, jacobi_step
+
 LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
                       "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "OCLSCI_MPI",
                       "OCLSCI_MPI_TEST_FAIL", "OCLSCI_MPI_EXCHANGE_EVERY", "PYOPENCL_CTX")
@@ -38,7 +37,7 @@ LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE"
 def test_split_rows_covers_all_rows(rows, parts):
     bounds = mpi.split_rows(rows, parts)
     assert bounds[0][0] == 0 and bounds[-1][1] == rows
-    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
     sizes = [stop - start for start, stop in bounds]
     assert max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
 
@@ -137,14 +136,14 @@ def test_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
 
     exchange()
     for step in range(1, steps + 1):
-        for slab, grid in zip(d.slabs, grids):
+        for slab, grid in zip(d.slabs, grids, strict=True):
             new = grid.copy()
             jacobi_step(new, grid, rhs[slab.lo:slab.hi])
             grid[...] = new
         if step % period == 0 or step == steps:
             exchange()
     result = np.concatenate([grid[slab.local(slab.first):slab.local(slab.stop), 1:-1]
-                             for slab, grid in zip(d.slabs, grids)])
+                             for slab, grid in zip(d.slabs, grids, strict=True)])
     assert np.array_equal(result, jacobi_numpy(rhs, steps))
 
 
@@ -224,7 +223,7 @@ DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
 ITERATIONS = 21  # not a multiple of any exchange period: ends between exchanges
 
 
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
 @pytest.mark.parametrize("shape", [(1021, 37), (37, 1021)], ids=["1021x37", "37x1021"])
 @pytest.mark.mpi
 @needs_mpi
@@ -344,6 +343,7 @@ def test_failure_during_the_run_aborts_every_rank(inputs, tmp_path):
 MANDELBROT_SCRIPT = """
 import sys, numpy as np
 from oclsci import mpi
+from oclsci.jacobi import KERNEL_NAMES
 from oclsci.mandelbrot import mandelbrot
 world = mpi.mpi_world()
 device, per_rank, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
