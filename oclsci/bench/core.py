@@ -22,9 +22,10 @@ import pyopencl as cl
 
 from ..errors import OclsciError
 
-# Errors that mark one variant as failed to run (build failure, out of memory...) rather
-# than stopping the whole benchmark.
-VARIANT_ERRORS = (OclsciError, cl.Error, MemoryError, RuntimeError, ValueError, OSError)
+# Errors that mark one variant as failed to run (build failure, out of memory, an API that
+# changed...) rather than stopping the whole benchmark: the table shows the message.
+VARIANT_ERRORS = (OclsciError, cl.Error, MemoryError, RuntimeError, ValueError, OSError,
+                  TypeError, AttributeError, KeyError, IndexError, ArithmeticError)
 
 
 @dataclass

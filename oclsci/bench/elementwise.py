@@ -1,17 +1,122 @@
-"""Elementwise benchmark case: axpy (``y = a*x + y``) on a large float32 vector.
+"""Elementwise benchmark case: axpy, ``y = a*x + y``, on float32 vectors sized to the device.
 
-Placeholder until :mod:`oclsci.elementwise` lands: the workload is reported as skipped.
+A purely memory-bound kernel (12 bytes per element: read x and y, write y), the closest thing
+to the copy bandwidth a real computation gets. One "iteration" is one axpy call; every call
+updates the same y, so results after k calls are ``y0 + k*a*x`` (checked against NumPy).
+Variants: NumPy (``y += a*x``), PyOpenCL's own ``ElementwiseKernel`` and oclsci's
+elementwise kernels when :mod:`oclsci.elementwise` is installed.
 """
 
 from __future__ import annotations
 
-from .core import Case
+from typing import Any
+
+import numpy as np
+import pyopencl.array as cl_array
+
+from .core import Case, Timing, compare_arrays
+
+DTYPE = np.dtype(np.float32)
+ALPHA = np.float32(0.5)
+# Fraction of the device's global memory the two vectors may use.
+MEMORY_FRACTION = 0.25
+
+
+def vector_size(compute, quick: bool = False) -> int:
+    """Elements per vector: 2**28 on GPUs (1 GiB), 2**24 on CPUs, less with ``quick``, and
+    halved until x and y fit in a quarter of the device's memory."""
+    size = 2 ** (22 if quick else 24) if compute.is_cpu else 2 ** (26 if quick else 28)
+    device = compute.device
+    while size > 2**16 and (2 * size * DTYPE.itemsize > MEMORY_FRACTION * device.global_mem_size
+                            or size * DTYPE.itemsize > device.max_mem_alloc_size):
+        size //= 2
+    return size
+
+
+def _vectors(size: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(size)
+    return (rng.random(size, dtype=DTYPE), rng.random(size, dtype=DTYPE))
+
+
+class NumpyAxpy:
+    """NumPy on the host: ``y += a * x`` (a temporary for ``a * x``, as NumPy code does)."""
+
+    kind = "host"
+    name = "numpy"
+    description = "NumPy on the host: y += a * x, float32"
+
+    def __init__(self, x: np.ndarray, y: np.ndarray):
+        self.x, self.y0 = x, y
+
+    def run(self, iterations: int) -> Timing:
+        import time
+
+        y = self.y0.copy()
+        start = time.perf_counter()
+        for _ in range(iterations):
+            y += ALPHA * self.x
+        return Timing(time.perf_counter() - start, None, y)
+
+
+class DeviceAxpy:
+    """An OpenCL axpy: ``launch(a, x, y)`` enqueues one call on device arrays, returns an event."""
+
+    kind = "opencl"
+
+    def __init__(self, compute, x: np.ndarray, y: np.ndarray, name: str, description: str,
+                 launch: Any):
+        self.compute, self.x_host, self.y0 = compute, x, y
+        self.name, self.description, self.launch = name, description, launch
+
+    def run(self, iterations: int) -> Timing:
+        queue = self.compute.queue
+        x = cl_array.to_device(queue, self.x_host)
+        y = cl_array.to_device(queue, self.y0)
+        stopwatch = self.compute.stopwatch()
+        for _ in range(iterations):
+            event = self.launch(ALPHA, x, y)
+            if event is not None:
+                stopwatch.record(event)
+        stopwatch.stop()
+        output = y.get()
+        x.data.release()
+        y.data.release()
+        return Timing(stopwatch.wall_seconds, stopwatch.device_seconds, output, stopwatch.source)
+
+
+def pyopencl_variant(compute, x: np.ndarray, y: np.ndarray) -> DeviceAxpy:
+    """PyOpenCL's ``ElementwiseKernel`` (what a PyOpenCL user writes by hand)."""
+    from pyopencl.elementwise import ElementwiseKernel
+
+    kernel = ElementwiseKernel(compute.context, "float a, __global const float *x, "
+                               "__global float *y", "y[i] = a * x[i] + y[i]", "bench_axpy")
+
+    def launch(alpha, x_array, y_array):
+        return kernel(alpha, x_array, y_array, queue=compute.queue)
+
+    return DeviceAxpy(compute, x, y, "pyopencl-elementwise",
+                      "pyopencl.elementwise.ElementwiseKernel, y[i] = a * x[i] + y[i]", launch)
+
+
+def oclsci_variants(compute, x: np.ndarray, y: np.ndarray) -> list:
+    """oclsci's elementwise kernels, when :mod:`oclsci.elementwise` is installed."""
+    return []
 
 
 def cases(compute, quick: bool = False) -> tuple[list[Case], list[str]]:
-    """The axpy case, or a note when :mod:`oclsci.elementwise` is not available."""
-    try:
-        from .. import elementwise  # noqa: F401
-    except ImportError as error:
-        return [], [f"oclsci.elementwise is not available ({error})"]
-    return [], ["oclsci.elementwise found, but its benchmark is not written yet"]
+    """The axpy case for ``compute``."""
+    size = vector_size(compute, quick)
+    x, y = _vectors(size)
+    calls = 10 if quick else 20
+    variants = [pyopencl_variant(compute, x, y), *oclsci_variants(compute, x, y)]
+    notes = [f"one iteration is one axpy call on {size} elements ({size * 4 / 2**20:.0f} MiB "
+             "per vector)"]
+    return [Case(
+        id=f"elementwise-axpy-{size}", workload="elementwise",
+        title=f"axpy y = a*x + y, {size:,} float32 elements, {calls} calls",
+        problem={"operation": "axpy", "elements": size, "dtype": DTYPE.name, "calls": calls,
+                 "a": float(ALPHA)},
+        iterations=calls, iteration_unit="call", reference=NumpyAxpy(x, y), variants=variants,
+        work=float(size) * calls, throughput_unit="elements/s",
+        bytes_moved=3.0 * size * DTYPE.itemsize * calls, reference_iterations=min(calls, 5),
+        warmup_iterations=2, checker=compare_arrays(rtol=1e-6), notes=notes)], []

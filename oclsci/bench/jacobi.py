@@ -69,11 +69,11 @@ class SolverJacobi:
                 + (" [oclsci's default here]" if self.default else ""))
 
     def run(self, iterations: int) -> Timing:
-        self.solver = None  # free the previous buffers first (large grids)
         self.solver = JacobiSolver(self.compute, self.rhs, dtype=DTYPE, kernel=self.kernel)
         self.description = self._describe(self.solver.config)  # what actually ran
         result = run(self.solver, iterations)
         output = self.solver.read()
+        self.solver = None  # do not hold device memory between runs and variants
         return Timing(result.wall_seconds, result.device_seconds, output, result.timing_source)
 
 

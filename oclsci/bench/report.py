@@ -126,6 +126,14 @@ def case_table(case: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _load(host: dict) -> str:
+    start, end = host.get("load_average_start"), host.get("load_average_end")
+    if not start:
+        return ""
+    return (f"; load average {start[0]:g} at the start, {end[0]:g} at the end" if end
+            else f"; load average {start[0]:g} at the start")
+
+
 def to_markdown(report: dict) -> str:
     """The whole report as Markdown: a header naming the device, then one table per case."""
     device, host, copy = report["device"], report["host"], report["copy_bandwidth"]
@@ -138,7 +146,8 @@ def to_markdown(report: dict) -> str:
         f"- device {device['spec']}: {device['type']}, {device['compute_units']} compute units, "
         f"{device['global_mem_bytes'] / 2**30:.1f} GiB; driver {device['driver_version']}; "
         f"{device['opencl_version']}",
-        f"- host: {host['processor']}, {host['cpu_count']} logical CPUs; {host['os']}",
+        f"- host: {host['processor']}, {host['cpu_count']} logical CPUs; {host['os']}"
+        + _load(host),
         f"- versions: {versions}",
         f"- device copy bandwidth: **{number(copy['gb_per_s'])} GB/s** "
         f"({copy['buffer_bytes'] // 2**20} MiB buffers, read + write bytes, median of "

@@ -23,7 +23,7 @@ import pyopencl as cl
 from .. import __version__
 from ..device import create_context
 from ..errors import InputError
-from .core import Case, FaultyVariant, Progress
+from .core import VARIANT_ERRORS, Case, FaultyVariant, Progress
 from .measure import FULL, QUICK, run_case
 
 SCHEMA_ID = "oclsci-bench/1"
@@ -102,8 +102,16 @@ def environment(compute: Any) -> dict:
         versions[package] = _version(package)
     host = {"hostname": socket.gethostname(), "os": platform.platform(),
             "machine": platform.machine(), "processor": _cpu_name(),
-            "cpu_count": os.cpu_count()}
+            "cpu_count": os.cpu_count(), "load_average_start": _load_average()}
     return {"device": device, "host": host, "versions": versions}
+
+
+def _load_average() -> list[float] | None:
+    """The host's 1, 5 and 15-minute load averages (other work skews host timings)."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
 
 
 def _cpu_name() -> str:
@@ -138,6 +146,7 @@ def run_bench(workloads: list[str], *, device: Any = None, quick: bool = False,
     compute = device if hasattr(device, "queue") else create_context(device)
     progress = progress or Progress(enabled=False)
     started = datetime.datetime.now(datetime.timezone.utc)
+    load_at_start = _load_average()
     progress("bench: measuring the device's copy bandwidth")
     copy = measure_copy_bandwidth(compute, quick)
     faulty = _faulty_workloads()
@@ -145,7 +154,11 @@ def run_bench(workloads: list[str], *, device: Any = None, quick: bool = False,
     for workload in workloads:
         module = importlib.import_module(WORKLOADS[workload])
         progress(f"bench {workload}: preparing")
-        cases, notes = module.cases(compute, quick)
+        try:
+            cases, notes = module.cases(compute, quick)
+        except (ImportError, *VARIANT_ERRORS) as error:
+            cases, notes = [], [f"could not prepare its cases: {type(error).__name__}: "
+                                f"{str(error).strip().splitlines()[0] if str(error) else ''}"]
         skipped += [{"workload": workload, "reason": note} for note in notes]
         for case in cases:
             if extra_variants is not None:
@@ -155,13 +168,15 @@ def run_bench(workloads: list[str], *, device: Any = None, quick: bool = False,
             records.append(run_case(case, repeat, progress, copy["gb_per_s"],
                                     QUICK if quick else FULL))
     finished = datetime.datetime.now(datetime.timezone.utc)
+    info = environment(compute)
+    info["host"].update(load_average_start=load_at_start, load_average_end=_load_average())
     return {
         "schema": SCHEMA_ID,
         "created": started.isoformat(timespec="seconds"),
         "duration_seconds": (finished - started).total_seconds(),
         "command_line": list(sys.argv if command_line is None else command_line),
         "settings": {"workloads": workloads, "quick": bool(quick), "repeat": int(repeat)},
-        **environment(compute),
+        **info,
         "copy_bandwidth": copy,
         "cases": records,
         "skipped": skipped,
