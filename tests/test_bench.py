@@ -259,3 +259,18 @@ def _report_around(record):
                                "gb_per_s_samples": [10.0]},
             "settings": {"repeat": record["repeat"], "quick": True},
             "cases": [record], "skipped": []}
+
+
+def test_compare_script_puts_reports_side_by_side(quick_run, tmp_path):
+    failed = json.loads(json.dumps(quick_run.report))
+    failed["device"]["name"] = "other"
+    failed["cases"][0]["results"][1].update(status="failed", speedup_vs_numpy=None)
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    paths[0].write_text(json.dumps(quick_run.report))
+    paths[1].write_text(json.dumps(failed))
+    script = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "bench_compare.py")
+    result = subprocess.run([sys.executable, script, *map(str, paths)], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "### Jacobi 400x266" in result.stdout and "| FAILED |" in result.stdout
+    assert "other (" in result.stdout
