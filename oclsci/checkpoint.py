@@ -53,15 +53,21 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"checkpoint {path}: no such file")
+    if not zipfile.is_zipfile(path):
+        raise InputError(f"checkpoint {path}: not a checkpoint (.npz) file")
     try:
         with np.load(path, allow_pickle=False) as data:
             fields = {name: data[name] for name in data.files}
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile, KeyError) as error:
+    except Exception as error:  # noqa: BLE001 - zip and npy readers raise many kinds
         reason = (str(error).strip() or type(error).__name__).splitlines()[0]
         raise InputError(f"checkpoint {path}: not a readable checkpoint ({reason})") from None
     missing = {"x", "rhs", "iteration", "format_version"} - set(fields)
     if missing:
         raise InputError(f"checkpoint {path}: missing {', '.join(sorted(missing))}")
+    for name in ("format_version", "iteration"):
+        value = fields[name]
+        if value.shape != () or not np.issubdtype(value.dtype, np.integer):
+            raise InputError(f"checkpoint {path}: {name} is not an integer")
     if int(fields["format_version"]) != FORMAT_VERSION:
         raise InputError(f"checkpoint {path}: format version {int(fields['format_version'])} "
                          f"is not supported (expected {FORMAT_VERSION})")

@@ -33,17 +33,38 @@ def read_array(path: str | os.PathLike) -> np.ndarray:
     if path.is_dir():
         raise InputError(f"{path}: is a folder, not a file")
     if path.suffix.lower() == ".npy":
-        try:
-            with open(path, "rb") as stream:
-                if stream.read(6) != b"\x93NUMPY":
-                    raise InputError(f"{path}: not a .npy file (bad header)")
-            array = np.load(path, allow_pickle=False)
-        except (ValueError, OSError, EOFError) as error:
-            raise InputError(f"{path}: not a readable .npy array ({_first_line(error)})") from None
-        if not isinstance(array, np.ndarray):
-            raise InputError(f"{path}: holds no array")
-        return array
+        return _read_npy(path)
     return _read_image(path)
+
+
+def _read_npy(path: Path) -> np.ndarray:
+    """Load a .npy file after checking its header against the file's size."""
+    from numpy.lib import format as npy_format
+
+    try:
+        with open(path, "rb") as stream:
+            if stream.read(6) != b"\x93NUMPY":
+                raise InputError(f"{path}: not a .npy file (bad header)")
+            stream.seek(0)
+            version = npy_format.read_magic(stream)
+            read_header = (npy_format.read_array_header_1_0 if version == (1, 0)
+                           else npy_format.read_array_header_2_0)
+            shape, _, dtype = read_header(stream)
+            data_bytes = os.fstat(stream.fileno()).st_size - stream.tell()
+    except InputError:
+        raise
+    except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds
+        raise InputError(f"{path}: not a readable .npy array ({_first_line(error)})") from None
+    if dtype.hasobject:
+        raise InputError(f"{path}: holds Python objects, not numbers")
+    expected = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+    if expected > data_bytes:
+        raise InputError(f"{path}: truncated .npy file (header says {expected} bytes of data, "
+                         f"file has {data_bytes})")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise InputError(f"{path}: not a readable .npy array ({_first_line(error)})") from None
 
 
 def _first_line(error: BaseException) -> str:
@@ -56,6 +77,8 @@ def _read_image(path: Path) -> np.ndarray:
 
     try:
         with warnings.catch_warnings():
+            # Pillow warns about damaged metadata; a bad file is reported once, below.
+            warnings.simplefilter("ignore")
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as image:
                 image.load()

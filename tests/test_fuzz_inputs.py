@@ -122,13 +122,7 @@ def time_limit(seconds: int, what: str):
 # Exceptions that readers still let through, as (type name, message fragment): the fuzzers
 # skip them (they would otherwise find them again and again) and each has a strict-xfail
 # regression test below, which turns red once the reader is fixed.
-KNOWN_READER_BUGS = (
-    ("TokenError", ""),                                   # .npy header: see test below
-    ("TypeError", "only 0-dimensional arrays"),           # checkpoint scalars: see below
-    ("ValueError", "invalid literal for int()"),
-    ("ValueError", "cannot convert float NaN to integer"),
-    ("TypeError", "does not support the context manager protocol"),
-)
+KNOWN_READER_BUGS: tuple = ()
 
 
 def known_bug(error: BaseException) -> bool:
@@ -234,13 +228,7 @@ CRAFTED_CHECKPOINTS = {
 }
 
 
-SCALAR_BUG = (
-    "oclsci.checkpoint.load_checkpoint converts 'format_version' and 'iteration' with int() "
-    "unchecked: a non-scalar array raises TypeError, text or NaN ValueError, which the CLI "
-    "reports as 'internal error (...)'. Suggested fix: check `field.shape == ()` and "
-    "`np.issubdtype(field.dtype, np.integer)` for both before int(), raising InputError")
-CHECKPOINT_BUGS = {"version-array": SCALAR_BUG, "version-text": SCALAR_BUG,
-                   "iteration-array": SCALAR_BUG, "iteration-float-nan": SCALAR_BUG}
+CHECKPOINT_BUGS: dict = {}
 
 
 @pytest.mark.parametrize("name", [
@@ -390,28 +378,10 @@ def _corpus() -> dict[str, tuple[bytes, bytes | None]]:
     return corpus
 
 
-PILLOW_WARNINGS = (
-    "oclsci.io._read_image lets Pillow's UserWarnings through ('Corrupt EXIF data...', 'Tag "
-    "data larger than file...' on a damaged TIFF): Python prints each on stderr as two lines "
-    "before the one-line error. Suggested fix: `warnings.simplefilter('ignore')` before "
-    "`warnings.simplefilter('error', Image.DecompressionBombWarning)` in _read_image")
-HUGE_HEADER = (
-    "oclsci.io.read_array: a 200-byte .npy whose header declares 2^40 float64 values makes "
-    "np.load allocate 8 TiB: MemoryError, which the CLI reports as 'oclsci: error: out of "
-    "host memory' without naming the file. Suggested fix: compare the header's shape x "
-    "itemsize with the file size before loading (np.lib.format.read_magic and "
-    "read_array_header_1_0/2_0), or load with mmap_mode='r' (which raises 'mmap length is "
-    "greater than file size') and copy, or turn MemoryError into an InputError naming the file")
-TOKENIZE = (
-    "oclsci.io.read_array catches ValueError, OSError and EOFError from np.load, but a "
-    "version 1.0 .npy header with an unbalanced bracket makes NumPy's header parser raise "
-    "tokenize.TokenError: 'oclsci: error: internal error (TokenError: ...)'. Suggested fix: "
-    "also catch tokenize.TokenError and SyntaxError there, as InputError naming the file")
 # Broken inputs that oclsci does not yet handle properly: name -> reason (strict xfails),
 # for the reader called in process and for the command line.
-READER_KNOWN_BUGS = {"header-huge.npy": HUGE_HEADER, "header-tokenize.npy": TOKENIZE,
-                     "truncated-8.tif": PILLOW_WARNINGS}
-CLI_KNOWN_BUGS = {"header-tokenize.npy": TOKENIZE, "truncated-8.tif": PILLOW_WARNINGS}
+READER_KNOWN_BUGS: dict = {}
+CLI_KNOWN_BUGS: dict = {}
 
 
 def _cases(known: dict[str, str]):
@@ -463,14 +433,7 @@ def test_cli_refuses_broken_input_in_one_line(tmp_path, name):
     assert_one_line_failure(result, tmp_path)
 
 
-CHECKPOINT_CLI_BUGS = {
-    "not-zip": (
-        "oclsci.checkpoint.load_checkpoint on a .npy file (given to --resume): np.load returns "
-        "an ndarray, and `with np.load(...) as data` raises TypeError ('does not support the "
-        "context manager protocol'): 'internal error'. Suggested fix: check "
-        "isinstance(data, np.lib.npyio.NpzFile) (or zipfile.is_zipfile(path)) first"),
-    "crafted": SCALAR_BUG,
-}
+CHECKPOINT_CLI_BUGS: dict = {}
 
 
 @pytest.mark.parametrize("name", [
