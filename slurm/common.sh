@@ -13,7 +13,7 @@
 #   OCLSCI_INPUT, OCLSCI_OUTPUT, OCLSCI_ITERATIONS, OCLSCI_DEVICE, OCLSCI_ARGS
 #   OCLSCI_CHECKPOINT, OCLSCI_CHECKPOINT_EVERY, OCLSCI_RESUME
 #   OCLSCI_RESUBMIT=yes|no, OCLSCI_MAX_RESUBMITS   (jacobi scripts: continue after a checkpoint)
-#   OCLSCI_LAUNCHER=srun|mpiexec, OCLSCI_MPI, OCLSCI_SRUN_ARGS        (how ranks are started)
+#   OCLSCI_MPI, OCLSCI_SRUN_ARGS  srun --mpi=OCLSCI_MPI, more srun options (how steps start)
 #
 # Every script works outside Slurm too (`bash slurm/jacobi.sbatch`): commands then run directly.
 
@@ -69,13 +69,8 @@ oclsci_setup() {
     fi
 }
 
-# oclsci_in_env CMD...: the command line that runs CMD in oclsci's environment, on the node
-# where it is executed (through slurm/task.sh, which also picks the Guix manifest per node).
-oclsci_in_env() {
-    "$OCLSCI_ROOT/slurm/task.sh" "$@"
-}
-
-# oclsci_launch [SRUN-OPTIONS --] CMD...: run CMD as a job step (srun) inside an allocation,
+# oclsci_launch [--srun SRUN-OPTIONS... --] CMD [ARGS...]: run slurm/task.sh CMD ARGS (CMD is
+# oclsci or report, run in oclsci's environment) as a job step (srun) inside an allocation,
 # directly outside one. The batch shell survives SIGTERM (time limit, scancel) and waits for
 # the step to finish its checkpoint; a USR1 sent to the batch shell (--signal=B:USR1@T) is
 # forwarded to the step. Returns the step's exit code.
@@ -96,9 +91,8 @@ oclsci_launch() {
     fi
     oclsci_show "${cmd[@]}"
     local pid rc
-    OCLSCI_GOT_SIGNAL=
-    trap 'OCLSCI_GOT_SIGNAL=TERM; oclsci_log "batch shell got SIGTERM; waiting for the step"' TERM
-    trap 'OCLSCI_GOT_SIGNAL=USR1; oclsci_log "batch shell got SIGUSR1; forwarding it to the step"
+    trap 'oclsci_log "batch shell got SIGTERM; waiting for the step"' TERM
+    trap 'oclsci_log "batch shell got SIGUSR1; forwarding it to the step"
           scancel --signal=USR1 "$OCLSCI_JOB_ID" 2>/dev/null || kill -USR1 "$pid" 2>/dev/null' USR1
     "${cmd[@]}" &
     pid=$!
@@ -160,7 +154,7 @@ oclsci_jacobi() {
         args+=(--resume "$OCLSCI_RESUME")
     fi
     # shellcheck disable=SC2206  # extra options, split into words on purpose
-    args+=(${OCLSCI_ARGS:-})
+    args+=(${OCLSCI_ARGS:-} ${OCLSCI_CASE_ARGS:-})
 
     local rc=0
     oclsci_launch ${1:+--srun "$@" --} oclsci "${args[@]}" || rc=$?
@@ -228,7 +222,9 @@ oclsci_job_field() {
 # command line are not in the script, so they are read back from `scontrol show job`.
 oclsci_job_options() {
     local kv k v n
-    for kv in $(scontrol -o show job "$OCLSCI_JOB_ID"); do
+    local -a fields
+    read -r -a fields <<< "$(scontrol -o show job "$OCLSCI_JOB_ID")"
+    for kv in "${fields[@]}"; do
         k=${kv%%=*} v=${kv#*=}
         case $v in ''|'(null)'|N/A|'*') continue ;; esac
         case $k in
@@ -276,22 +272,25 @@ oclsci_bench() {
     args+=(${OCLSCI_ARGS:-})
     local rc=0
     oclsci_launch ${SLURM_JOB_ID:+--srun --ntasks=1 --} oclsci "${args[@]}" || rc=$?
-    [ "$rc" = 0 ] && oclsci_log "done: $stem.json $stem.md" || oclsci_log "oclsci bench failed with exit code $rc"
+    if [ "$rc" = 0 ]; then
+        oclsci_log "done: $stem.json $stem.md"
+    else
+        oclsci_log "oclsci bench failed with exit code $rc"
+    fi
     return "$rc"
 }
 
-# oclsci_sweep_case: the case of this array task: OCLSCI_ARGS += line I+1 of OCLSCI_SWEEP_FILE
-# (comments and blank lines skipped), OCLSCI_OUTPUT = oclsci-sweep-ARRAYID_I.npy.
+# oclsci_sweep_case: the case of this array task, line I+1 of OCLSCI_SWEEP_FILE (comments and
+# blank lines skipped), added to the options of `oclsci jacobi`; OCLSCI_OUTPUT defaults to
+# oclsci-sweep-ARRAYID_I.npy.
 oclsci_sweep_case() {
     : "${OCLSCI_SWEEP_INDEX:=${SLURM_ARRAY_TASK_ID:-0}}"
-    : "${OCLSCI_SWEEP_FILE:=$OCLSCI_ROOT/slurm/sweep.txt}"
-    local case_args
-    case_args=$(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$OCLSCI_SWEEP_FILE" |
-                sed -n "$((OCLSCI_SWEEP_INDEX + 1))p") || true
-    [ -n "$case_args" ] || oclsci_die "$OCLSCI_SWEEP_FILE has no case $OCLSCI_SWEEP_INDEX"
-    OCLSCI_ARGS="${OCLSCI_ARGS:+$OCLSCI_ARGS }$case_args"
+    OCLSCI_SWEEP_FILE=$(oclsci_abspath "${OCLSCI_SWEEP_FILE:-$OCLSCI_ROOT/slurm/sweep.txt}")
+    OCLSCI_CASE_ARGS=$(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$OCLSCI_SWEEP_FILE" |
+                       sed -n "$((OCLSCI_SWEEP_INDEX + 1))p") || true
+    [ -n "$OCLSCI_CASE_ARGS" ] || oclsci_die "$OCLSCI_SWEEP_FILE has no case $OCLSCI_SWEEP_INDEX"
     : "${OCLSCI_OUTPUT:=oclsci-sweep-${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-local-$$}}_$OCLSCI_SWEEP_INDEX.npy}"
     # A resubmitted case is an ordinary job: it finds its case through these variables.
     export OCLSCI_SWEEP_INDEX OCLSCI_SWEEP_FILE OCLSCI_OUTPUT
-    oclsci_log "sweep case $OCLSCI_SWEEP_INDEX: $case_args"
+    oclsci_log "sweep case $OCLSCI_SWEEP_INDEX: $OCLSCI_CASE_ARGS"
 }

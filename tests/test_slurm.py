@@ -16,6 +16,7 @@ import importlib.util
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -23,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from slurm_cluster import FINAL_STATES, SlurmCluster, SlurmUnavailable
 
 pytestmark = pytest.mark.slurm
@@ -54,7 +54,7 @@ def slurm(tmp_path_factory):
 def job_env(slurm):
     """The environment given to sbatch (and so to the jobs, --export=ALL)."""
     env = slurm.env
-    env.pop("OCLSCI_ROOT", None)  # the scripts must find the repository by themselves
+    # No OCLSCI_* from outside (the scripts must find the repository by themselves, ...).
     for key in [k for k in env if k.startswith("OCLSCI_") and k != "OCLSCI_REQUIRE_SLURM"]:
         del env[key]
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
@@ -108,6 +108,85 @@ def assert_reported(text: str) -> None:
     assert "run: " in text and "oclsci jacobi" in text, text
 
 
+def _mpi_missing() -> str | None:
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py/MPI support is missing: mpi4py is not installed (pip install 'oclsci[mpi]')"
+    if importlib.util.find_spec("oclsci.mpi") is None:
+        return "mpi4py/MPI support is missing: oclsci has no oclsci.mpi module yet"
+    return None
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise TimeoutError(what)
+
+
+def _follow_chain(slurm: SlurmCluster, first: int, log: Path, most: int = 12) -> list[int]:
+    """Wait for a job and the continuations it submits ("resubmitted as job N" in the shared
+    log), each completed; return their ids, oldest first."""
+    chain = [first]
+    while True:
+        finished(slurm, chain[-1], log, timeout=180)
+        ids = [int(i) for i in re.findall(r"resubmitted as job (\d+)", log.read_text())]
+        if len(ids) < len(chain):
+            break
+        assert len(chain) < most, f"more than {most} continuations:\n{log.read_text()}"
+        chain.append(ids[len(chain) - 1])
+    assert "done: " in log.read_text().rsplit("[oclsci", 1)[-1], log.read_text()
+    return chain
+
+
+def _handlers_installed(output: Path) -> int:
+    """How many `oclsci jacobi ... -o OUTPUT` processes have their SIGUSR1 handler installed
+    (which oclsci does once the run starts; until then the scripts ignore the signal)."""
+    count = 0
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            if "jacobi" not in argv or str(output) not in argv:
+                continue
+            caught = re.search(r"^SigCgt:\s*([0-9a-f]+)$", (proc / "status").read_text(), re.M)
+        except OSError:
+            continue
+        if caught and int(caught.group(1), 16) >> (signal.SIGUSR1 - 1) & 1:
+            count += 1
+    return count
+
+
+def _wait_until_computing(slurm: SlurmCluster, jobid: int, output: Path, log: Path) -> None:
+    """Wait until the job's `oclsci jacobi` is ready to checkpoint on a signal (not for MPI
+    runs: MPICH installs a SIGUSR1 handler of its own)."""
+    def ready():
+        if _handlers_installed(output):
+            return True
+        state = slurm.job(jobid).get("JobState", "")
+        assert state in ("PENDING", "RUNNING", "CONFIGURING"), (
+            f"job {jobid} {state} before oclsci computed:\n"
+            + (log.read_text() if log.exists() else "(no log)"))
+        return False
+
+    _wait_for(ready, 120, f"job {jobid}: oclsci jacobi did not start")
+
+
+# The long runs use one kernel, so that the short timed run predicts them (`--kernel auto`
+# may choose differently for different iteration counts).
+LONG_RUN = ("--kernel", "coalesced")
+
+
+def _iterations_for(seconds: float, tmp: Path, env: dict, inp: Path) -> int:
+    """Iterations that take about `seconds` on this machine (timed on a short run)."""
+    probe = 20000
+    r = oclsci("jacobi", str(inp), "--iterations", str(probe), *LONG_RUN, env=env, cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    wall = float(re.search(r"wall ([0-9.]+) s", r.stdout).group(1))  # the loop alone
+    return max(int(probe * seconds / max(wall, 1e-3)), probe)
+
+
 def test_jacobi_sbatch_matches_direct_run(slurm, job_env, tmp_path):
     """`sbatch slurm/jacobi.sbatch` with its defaults writes the same result as a direct run."""
     inp = write_input(tmp_path / "in.npy")
@@ -123,14 +202,6 @@ def test_jacobi_sbatch_matches_direct_run(slurm, job_env, tmp_path):
     text = log.read_text()
     assert_reported(text)
     assert not (tmp_path / f"oclsci-jacobi-{jobid}.ckpt.npz").exists()  # removed once done
-
-
-def _mpi_missing() -> str | None:
-    if importlib.util.find_spec("mpi4py") is None:
-        return "mpi4py/MPI support is missing: mpi4py is not installed (pip install 'oclsci[mpi]')"
-    if importlib.util.find_spec("oclsci.mpi") is None:
-        return "mpi4py/MPI support is missing: oclsci has no oclsci.mpi module yet"
-    return None
 
 
 @pytest.mark.mpi
@@ -150,44 +221,6 @@ def test_jacobi_mpi_two_ranks_matches_single_rank(slurm, job_env, tmp_path):
     assert_reported(log.read_text())
 
 
-def _wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(what)
-
-
-def _wait_for_checkpoint(slurm: SlurmCluster, jobid: int, ckpt: Path, log: Path) -> None:
-    """Wait until the running job has written its first periodic checkpoint."""
-    def ready():
-        if ckpt.exists():
-            return True
-        state = slurm.job(jobid).get("JobState", "")
-        assert state in ("PENDING", "RUNNING", "CONFIGURING"), (
-            f"job {jobid} {state} before its first checkpoint:\n"
-            + (log.read_text() if log.exists() else "(no log)"))
-        return False
-
-    _wait_for(ready, 120, f"job {jobid}: no checkpoint {ckpt}")
-
-
-# The long runs use one kernel, so that the short timed run predicts them (`--kernel auto`
-# may choose differently for different iteration counts).
-LONG_RUN = ("--kernel", "coalesced")
-
-
-def _iterations_for(seconds: float, tmp: Path, env: dict, inp: Path) -> int:
-    """Iterations that take about `seconds` on this machine (timed on a short run)."""
-    probe = 20000
-    r = oclsci("jacobi", str(inp), "--iterations", str(probe), *LONG_RUN, env=env, cwd=tmp)
-    assert r.returncode == 0, r.stderr
-    wall = float(re.search(r"wall ([0-9.]+) s", r.stdout).group(1))  # the loop alone
-    return max(int(probe * seconds / max(wall, 1e-3)), probe)
-
-
 def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
     """A job reaching its time limit checkpoints on Slurm's warning signal (--signal=USR1@120
     in the script), submits itself again, and the chained job resumes and ends with the result
@@ -203,29 +236,27 @@ def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
     try:
         jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, "--job-name=oclsci-timelimit",
                        "--time=10", input="in.npy", iterations=iterations, output="out.npy",
-                       checkpoint_every=iterations // 20, args=" ".join(LONG_RUN))
+                       args=" ".join(LONG_RUN))
         log = tmp_path / f"oclsci-jacobi-{jobid}.out"
-        # Once oclsci computes (its first periodic checkpoint is there), bring the time limit
-        # down to 1 minute: the limit is then less than 120 s away, so at its next time-limit
-        # check (every 30 s) slurmctld sends the warning signal.
-        _wait_for_checkpoint(slurm, jobid, tmp_path / "out.ckpt.npz", log)
+        # Once oclsci computes, bring the time limit down to 1 minute: the limit is then less
+        # than 120 s away, so at its next time-limit check (every 30 s) slurmctld sends the
+        # warning signal.
+        _wait_until_computing(slurm, jobid, tmp_path / "out.npy", log)
         slurm.run(["scontrol", "update", f"JobId={jobid}", "TimeLimit=1"])
 
         first = finished(slurm, jobid, log, timeout=120)
         assert first["TimeLimit"] == "00:01:00"
-        text = log.read_text()
-        assert "stopped on a signal; checkpoint" in text, text
-        match = re.search(r"resubmitted as job (\d+)", text)
-        assert match, text
-        second_id = int(match.group(1))
-        assert slurm.jobs_named("oclsci-timelimit") == [jobid, second_id]
-
-        second = finished(slurm, second_id, log, timeout=240)
-        # The same request as the first job (as it stood: 1 minute), the same log, appended.
+        assert "stopped on a signal; checkpoint" in log.read_text(), log.read_text()
+        # The chain goes on until the run is done: with 1 minute, each continuation also gets
+        # the warning (120 s before the limit) at slurmctld's first check, after <= 30 s.
+        chain = _follow_chain(slurm, jobid, log)
+        assert len(chain) >= 2 and slurm.jobs_named("oclsci-timelimit") == chain
+        last = slurm.job(chain[-1])
+        # The continuations ask for what the first job had (as it stood: 1 minute).
         for field in ("Features", "TimeLimit", "NumNodes", "NumTasks", "Partition", "StdOut"):
-            assert second[field] == first[field], field
+            assert last[field] == first[field], field
         text = log.read_text()
-        assert "resuming from" in text, text
+        assert text.count("resuming from") == len(chain) - 1, text
         resumed = re.search(rf"iterations\s+{iterations} \((\d+) in this run\)", text)
         assert resumed and 0 < int(resumed.group(1)) < iterations, text
         assert ref_run.wait(timeout=300) == 0, ref_run.stdout.read()
@@ -236,6 +267,32 @@ def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
     ref = np.load(tmp_path / "ref.npy")
     assert out.dtype == ref.dtype and np.array_equal(out, ref)
     assert not (tmp_path / "out.ckpt.npz").exists()
+
+
+def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path):
+    """`scancel` stops a run with a checkpoint but does not start the chain again; the
+    checkpoint then resumes by hand (OCLSCI_RESUME) to the uninterrupted result."""
+    inp = write_input(tmp_path / "in.npy", shape=(96, 64))
+    iterations = _iterations_for(5, tmp_path, job_env, inp)
+    jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, "--job-name=oclsci-cancel",
+                   input="in.npy", iterations=iterations, output="out.npy",
+                   args=" ".join(LONG_RUN))
+    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+    ckpt = tmp_path / "out.ckpt.npz"
+    _wait_until_computing(slurm, jobid, tmp_path / "out.npy", log)
+    slurm.run(["scancel", str(jobid)])
+    info = slurm.wait(jobid, 60)
+    assert info["JobState"] == "CANCELLED"
+    _wait_for(lambda: "not resubmitting" in log.read_text(), 30, log.read_text())
+    assert slurm.jobs_named("oclsci-cancel") == [jobid]
+    assert ckpt.exists()
+
+    second = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy",
+                    iterations=iterations, output="out.npy", resume=ckpt.name,
+                    args=" ".join(LONG_RUN))
+    ref = reference(tmp_path, job_env, inp, iterations, *LONG_RUN)  # runs while the job does
+    finished(slurm, second, tmp_path / f"oclsci-jacobi-{second}.out", timeout=120)
+    assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
 
 
 FAKE_GUIX = """#!{python}
@@ -283,18 +340,15 @@ def test_guix_environment_and_signal_to_the_step(slurm, job_env, tmp_path):
                FAKE_GUIX_LOG=str(tmp_path / "guix.log"), OCLSCI_GUIX_VARIANT="cpu")
     env.pop("OCLSCI_USE_GUIX")  # auto
     inp = write_input(tmp_path / "in.npy", shape=(96, 64))
-    iterations = _iterations_for(8, tmp_path, job_env, inp)
+    iterations = _iterations_for(5, tmp_path, job_env, inp)
     jobid = submit(slurm, "jacobi.sbatch", env, tmp_path, "--job-name=oclsci-guix",
                    input="in.npy", iterations=iterations, output="out.npy",
-                   checkpoint_every=iterations // 20, args=" ".join(LONG_RUN))
+                   args=" ".join(LONG_RUN))
     log = tmp_path / f"oclsci-jacobi-{jobid}.out"
-    _wait_for_checkpoint(slurm, jobid, tmp_path / "out.ckpt.npz", log)
+    _wait_until_computing(slurm, jobid, tmp_path / "out.npy", log)
     slurm.run(["scancel", "--signal=USR1", str(jobid)])  # to the job steps, as --signal=USR1@T
     ref = reference(tmp_path, job_env, inp, iterations, *LONG_RUN)
-    finished(slurm, jobid, log, timeout=60)
-    match = re.search(r"resubmitted as job (\d+)", log.read_text())
-    assert match, log.read_text()
-    finished(slurm, int(match.group(1)), log, timeout=120)
+    assert len(_follow_chain(slurm, jobid, log)) == 2
     assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
 
     text = log.read_text()
@@ -313,30 +367,29 @@ def test_guix_environment_and_signal_to_the_step(slurm, job_env, tmp_path):
     assert sum("--resume" in call["args"] for call in calls) == 1
 
 
-def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path):
-    """`scancel` stops a run with a checkpoint but does not start the chain again; the
-    checkpoint then resumes by hand (OCLSCI_RESUME) to the uninterrupted result."""
+@pytest.mark.mpi
+@pytest.mark.skipif(_mpi_missing() is not None, reason=str(_mpi_missing()))
+def test_jacobi_mpi_checkpoint_and_resubmission(slurm, job_env, tmp_path):
+    """A USR1 to the 2-rank step (as Slurm's time-limit warning) makes every rank stop at the
+    same step; the script resubmits itself and the continuation equals a 1-rank run."""
     inp = write_input(tmp_path / "in.npy", shape=(96, 64))
-    iterations = _iterations_for(8, tmp_path, job_env, inp)
-    jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, "--job-name=oclsci-cancel",
-                   input="in.npy", iterations=iterations, output="out.npy",
-                   checkpoint_every=iterations // 20, args=" ".join(LONG_RUN))
-    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
-    ckpt = tmp_path / "out.ckpt.npz"
-    _wait_for_checkpoint(slurm, jobid, ckpt, log)
-    slurm.run(["scancel", str(jobid)])
-    info = slurm.wait(jobid, 60)
-    assert info["JobState"] == "CANCELLED"
-    _wait_for(lambda: "not resubmitting" in log.read_text(), 30, log.read_text())
-    assert slurm.jobs_named("oclsci-cancel") == [jobid]
-    assert ckpt.exists()
-
-    second = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy",
-                    iterations=iterations, output="out.npy", resume=ckpt.name,
-                    args=" ".join(LONG_RUN))
-    ref = reference(tmp_path, job_env, inp, iterations, *LONG_RUN)  # runs while the job does
-    finished(slurm, second, tmp_path / f"oclsci-jacobi-{second}.out", timeout=120)
-    assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
+    iterations = _iterations_for(3, tmp_path, job_env, inp)
+    jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--ntasks-per-node=2",
+                   "--job-name=oclsci-mpi-signal", input="in.npy", iterations=iterations,
+                   output="out.npy", mpi="pmi2", checkpoint_every=iterations // 20,
+                   args=" ".join(LONG_RUN))
+    log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
+    # MPICH installs a SIGUSR1 handler of its own at MPI_Init, so wait for the first periodic
+    # checkpoint, which the ranks write from inside their loop (oclsci's handlers installed).
+    _wait_for(lambda: (tmp_path / "out.ckpt.npz").exists() or slurm.job(jobid)["JobState"]
+              not in ("PENDING", "RUNNING", "CONFIGURING"), 120, f"job {jobid}: no checkpoint")
+    slurm.run(["scancel", "--signal=USR1", str(jobid)])
+    ref = reference(tmp_path, job_env, inp, iterations, *LONG_RUN)
+    chain = _follow_chain(slurm, jobid, log)
+    assert len(chain) == 2 and slurm.job(chain[1])["NumTasks"] == "2"
+    assert re.search(rf"iterations\s+{iterations} \(\d+ in this run\)", log.read_text())
+    out = np.load(tmp_path / "out.npy")
+    assert out.dtype == ref.dtype and np.array_equal(out, ref)
 
 
 def test_sweep_array(slurm, job_env, tmp_path):
@@ -371,7 +424,8 @@ def test_sweep_array(slurm, job_env, tmp_path):
                     reason="`oclsci bench` is not available yet (no oclsci.cli.bench module)")
 def test_bench_sbatch(slurm, job_env, tmp_path):
     """slurm/bench.sbatch writes the benchmark table as JSON and Markdown."""
-    jobid = submit(slurm, "bench.sbatch", job_env, tmp_path, args="--quick", output="table")
+    jobid = submit(slurm, "bench.sbatch", job_env, tmp_path, output="table",
+                   args="--quick --repeat 1 mandelbrot")
     log = tmp_path / f"oclsci-bench-{jobid}.out"
     finished(slurm, jobid, log, timeout=300)
     assert json.loads((tmp_path / "table.json").read_text())
