@@ -61,14 +61,15 @@ class Check:
 def compare_arrays(rtol: float = 1e-4, atol: float = 0.0) -> Callable[[Any, Any], Check]:
     """A checker: pass when ``max|x - ref| <= atol + rtol * max|ref|`` and x is finite."""
     def check(output: Any, reference: Any) -> Check:
-        x = np.asarray(output, dtype=np.float64)
-        ref = np.asarray(reference, dtype=np.float64)
+        # In the arrays' own precision (float32 grids of 16384^2 are 1 GiB each).
+        x, ref = np.asarray(output), np.asarray(reference)
         if x.shape != ref.shape:
             return Check(False, f"shape {x.shape} instead of {ref.shape}")
         if not np.all(np.isfinite(x)):
             return Check(False, f"{int(np.count_nonzero(~np.isfinite(x)))} non-finite values")
         scale = float(np.max(np.abs(ref))) if ref.size else 0.0
-        error = float(np.max(np.abs(x - ref))) if ref.size else 0.0
+        error = float(np.max(np.abs(np.subtract(x, ref, dtype=np.result_type(x, ref))))) \
+            if ref.size else 0.0
         relative = error / scale if scale > 0 else error
         passed = error <= atol + rtol * scale
         verdict = "ok" if passed else "WRONG"

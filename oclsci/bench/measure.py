@@ -32,7 +32,7 @@ class Budget:
     variant_seconds: float
 
 
-FULL = Budget(reference_seconds=30.0, variant_seconds=60.0)
+FULL = Budget(reference_seconds=15.0, variant_seconds=10.0)
 QUICK = Budget(reference_seconds=3.0, variant_seconds=1.5)
 RESULT_FIGURES = ("wall_seconds", "device_seconds", "speedup_vs_numpy", "us_per_iteration",
                   "throughput", "gb_per_s", "percent_of_copy_bandwidth")
@@ -102,11 +102,14 @@ class CaseRun:
         case = self.case
         if not case.extrapolate:
             return case.iterations
+        steps = max(case.warmup_iterations, 1)
+        if warmup.wall / steps * case.iterations * self.repeat <= self.budget.variant_seconds:
+            return case.iterations
         # The warm-up may include a lazy build (PoCL): time a second short run unless the
         # warm-up alone already shows that the variant is slow.
         if warmup.wall * self.repeat <= self.budget.variant_seconds:
             warmup = variant.run(case.warmup_iterations)
-        per_iteration = warmup.wall / max(case.warmup_iterations, 1)
+        per_iteration = warmup.wall / steps
         if per_iteration * case.iterations * self.repeat <= self.budget.variant_seconds:
             return case.iterations
         fit = int(self.budget.variant_seconds / self.repeat / max(per_iteration, 1e-12))
