@@ -1,0 +1,191 @@
+<%inherit file="base.cl.mako"/>
+<%doc>
+  Mandelbrot escape counts with the semantics of the seed's NumPy code (oclsci.mandelbrot_reference):
+  for n in 0..maxiter-1: stop once |z| >= horizon; count = n; z = z*z + c.  Counts equal to
+  maxiter-1 become 0.  Optionally the final z and the smooth count
+  count + 1 - log2(log|z|) + log_horizon (NaN -> 0, +-inf -> +-max, as np.nan_to_num).
+
+  Parameters: dtype (float32/float64), vector_width (1: one pixel per work-item, branchy, for
+  GPUs; 4/8/16: VW consecutive pixels of a row per work-item in OpenCL vectors, for CPUs),
+  numpy_fma (compute Re(z*z) as fma(zr, zr, -zi*zi) like NumPy's SIMD complex64 square),
+  want_z, want_smooth (write those arrays; the counts are always written).
+  Work-item dimension 0 runs along x (the contiguous axis), dimension 1 along the rows of the
+  band.  Global size (round_up(ceil(width / VW), L0), round_up(rows, L1)).
+  x holds the abscissae padded to a multiple of VW; y the ordinates of the band's rows.
+</%doc>
+// Same rounding as NumPy: no contraction of a*b + c into fma unless written out.
+#pragma OPENCL FP_CONTRACT OFF
+
+// PoCL calls builtins such as fma() and any() out of line (with register spills) in the hot
+// loop; Clang's elementwise builtin and a hand-written reduction stay inline.
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_elementwise_fma)
+#define VFMA(a, b, c) __builtin_elementwise_fma(a, b, c)
+#endif
+#endif
+#ifndef VFMA
+#define VFMA(a, b, c) fma(a, b, c)
+#endif
+<%
+    VW = vector_width
+    real_v = "real_t" if VW == 1 else f"{cl_type(dtype)}{VW}"
+    count_v = "int" if VW == 1 else f"int{VW}"
+    mask_v = "int" if VW == 1 else ((f"int{VW}") if np.dtype(dtype) == np.float32 else f"long{VW}")
+    to_count = "" if VW == 1 else (f"" if np.dtype(dtype) == np.float32 else f"convert_int{VW}")
+    real_max = "FLT_MAX" if np.dtype(dtype) == np.float32 else "DBL_MAX"
+    ln2 = "M_LN2_F" if np.dtype(dtype) == np.float32 else "M_LN2"
+%>
+// |z| as NumPy computes it for complex numbers: L * sqrt(fma(r, r, 1)) with r = S / L,
+// L = max(|re|, |im|), S = min(|re|, |im|); inf if either part is inf, NaN if one is NaN.
+inline ${real_v} numpy_abs(${real_v} re, ${real_v} im)
+{
+    const ${real_v} a = fabs(re), b = fabs(im);
+    const ${real_v} large = fmax(a, b), small = fmin(a, b);
+    const ${real_v} ratio = small / large;
+    ${real_v} result = large * sqrt(fma(ratio, ratio, (${real_v})1));
+    result = (large == (${real_v})0) ? (${real_v})0 : result;
+    result = (isnan(a) || isnan(b)) ? a + b : result;
+    result = (isinf(a) || isinf(b)) ? (${real_v})INFINITY : result;
+    return result;
+}
+
+% if VW > 1:
+// any(): true when the sign bit of some lane is set (written out, as PoCL calls any()).
+inline int lanes_any(${mask_v} mask)
+{
+<%
+    width, expr, lines = VW, "mask", []
+    mask_scalar = mask_v.rstrip("0123456789")
+    while width > 2:
+        width //= 2
+        lines.append(f"const {mask_scalar}{width} m{width} = {expr}.lo | {expr}.hi;")
+        expr = f"m{width}"
+%>
+% for line in lines:
+    ${line}
+% endfor
+    return (${expr}.x | ${expr}.y) < 0;
+}
+
+% endif
+__kernel void mandelbrot(__global int *restrict counts,
+                         __global real_t *restrict z_out,
+                         __global real_t *restrict smooth_out,
+                         __global const real_t *restrict x,
+                         __global const real_t *restrict y,
+                         const int width, const int rows, const int maxiter,
+                         const real_t horizon,   // compare |z| < horizon as NumPy does ...
+                         const real_t low2,      // ... but only when |z|^2 is not clearly
+                         const real_t high2,     // below low2 or above high2
+                         const real_t log_horizon)
+{
+    const size_t j0 = get_global_id(0) * ${VW};
+    const size_t row = get_global_id(1);
+    if (j0 >= (size_t)width || row >= (size_t)rows)
+        return;
+    const size_t at = row * (size_t)width + j0;
+% if VW == 1:
+    const real_t cr = x[j0], ci = y[row];
+    real_t zr = 0, zi = 0;
+    int count = 0;
+    for (int n = 0; n < maxiter; ++n) {
+        const real_t zi2 = zi * zi;
+        const real_t m2 = fma(zr, zr, zi2);
+        // |z| >= horizon (or NaN): escaped, z stays as it is.
+        if (!(m2 < low2) && (m2 > high2 || !(numpy_abs(zr, zi) < horizon)))
+            break;
+        count = n;
+    % if numpy_fma:
+        const real_t sq_re = fma(zr, zr, -zi2);
+    % else:
+        const real_t sq_re = zr * zr - zi2;
+    % endif
+        const real_t sq_im = zr * zi + zi * zr;
+        zr = sq_re + cr;
+        zi = sq_im + ci;
+    }
+    count = (count == maxiter - 1) ? 0 : count;
+    counts[at] = count;
+    % if want_z:
+    z_out[2 * at] = zr;
+    z_out[2 * at + 1] = zi;
+    % endif
+    % if want_smooth:
+    real_t s = (real_t)(count + 1) - log(log(numpy_abs(zr, zi))) / ${ln2} + log_horizon;
+    s = isnan(s) ? (real_t)0 : s;
+    s = isinf(s) ? copysign((real_t)${real_max}, s) : s;
+    smooth_out[at] = s;
+    % endif
+% else:
+    const ${real_v} cr = vload${VW}(0, x + j0);
+    const ${real_v} ci = (${real_v})(y[row]);
+    ${real_v} zr = 0, zi = 0;
+    ${count_v} count = 0;
+    ${mask_v} active = (${mask_v})(-1);
+    for (int n = 0; n < maxiter; ++n) {
+        const ${real_v} zi2 = zi * zi;
+        const ${real_v} m2 = VFMA(zr, zr, zi2);
+        ${mask_v} inside = m2 < low2;
+        if (lanes_any(active & ~inside))
+            inside |= (m2 <= high2) & (numpy_abs(zr, zi) < horizon);
+        active &= inside;
+        if (!lanes_any(active))
+            break;
+        count = ${to_count}(active) ? (${count_v})(n) : count;
+    % if numpy_fma:
+        const ${real_v} sq_re = VFMA(zr, zr, -zi2);
+    % else:
+        const ${real_v} sq_re = zr * zr - zi2;
+    % endif
+        const ${real_v} sq_im = zr * zi + zi * zr;
+        zr = active ? sq_re + cr : zr;
+        zi = active ? sq_im + ci : zi;
+    }
+    count = (count == (${count_v})(maxiter - 1)) ? (${count_v})0 : count;
+    % if want_smooth:
+    ${real_v} s = convert_${real_v}(count + 1) - log(log(numpy_abs(zr, zi))) / ${ln2}
+                   + log_horizon;
+    s = isnan(s) ? (${real_v})0 : s;
+    s = isinf(s) ? copysign((${real_v})${real_max}, s) : s;
+    % endif
+    if (j0 + ${VW} <= (size_t)width) {
+        vstore${VW}(count, 0, counts + at);
+    % if want_z:
+        // Interleave (re, im) pairs like complex numbers.
+        real_t re_[${VW}], im_[${VW}];
+        vstore${VW}(zr, 0, re_);
+        vstore${VW}(zi, 0, im_);
+        for (int k = 0; k < ${VW}; ++k) {
+            z_out[2 * (at + k)] = re_[k];
+            z_out[2 * (at + k) + 1] = im_[k];
+        }
+    % endif
+    % if want_smooth:
+        vstore${VW}(s, 0, smooth_out + at);
+    % endif
+    } else {
+        // The last work-item of a row whose width is not a multiple of ${VW}.
+        int count_[${VW}];
+        vstore${VW}(count, 0, count_);
+    % if want_z:
+        real_t re_[${VW}], im_[${VW}];
+        vstore${VW}(zr, 0, re_);
+        vstore${VW}(zi, 0, im_);
+    % endif
+    % if want_smooth:
+        real_t s_[${VW}];
+        vstore${VW}(s, 0, s_);
+    % endif
+        for (size_t k = 0; j0 + k < (size_t)width; ++k) {
+            counts[at + k] = count_[k];
+    % if want_z:
+            z_out[2 * (at + k)] = re_[k];
+            z_out[2 * (at + k) + 1] = im_[k];
+    % endif
+    % if want_smooth:
+            smooth_out[at + k] = s_[k];
+    % endif
+        }
+    }
+% endif
+}

@@ -1,0 +1,100 @@
+"""``oclsci mandelbrot``: render the Mandelbrot set (the seed's case by default) to a PNG file."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import click
+
+from ..device import create_context
+from ..errors import InputError
+from ..mandelbrot import DEFAULTS, MandelbrotRenderer, parse_horizon, validate
+from .options import device_option, dtype_option, quiet_option
+
+
+def _check_writable(path: str | None, what: str) -> None:
+    """Refuse, before computing, an output whose folder does not exist."""
+    if path is None:
+        return
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise InputError(f"cannot write {what} {path}: folder {folder} does not exist")
+
+
+@click.command("mandelbrot")
+@click.option("--output", "-o", default="mandelbrot.png", show_default=True, metavar="OUT.png",
+              help="PNG file to write (written atomically).")
+@click.option("--no-image", is_flag=True, help="Write no PNG (e.g. with --counts or to time).")
+@click.option("--width", type=int, default=DEFAULTS["width"], show_default=True,
+              help="Pixels along x.")
+@click.option("--height", type=int, default=DEFAULTS["height"], show_default=True,
+              help="Pixels along y.")
+@click.option("--maxiter", type=int, default=DEFAULTS["maxiter"], show_default=True,
+              help="Iterations per pixel at most.")
+@click.option("--xmin", type=float, default=DEFAULTS["xmin"], show_default=True)
+@click.option("--xmax", type=float, default=DEFAULTS["xmax"], show_default=True)
+@click.option("--ymin", type=float, default=DEFAULTS["ymin"], show_default=True)
+@click.option("--ymax", type=float, default=DEFAULTS["ymax"], show_default=True)
+@click.option("--horizon", default="2**40", show_default=True,
+              help="Escape radius: a number or a**b.")
+@dtype_option
+@device_option
+@click.option("--counts", "counts_path", default=None, metavar="OUT.npy",
+              help="Also save the escape counts (int32, the seed's values) as .npy.")
+@click.option("--renderer", type=click.Choice(["auto", "matplotlib", "numpy"]), default="auto",
+              show_default=True, help="Colouring: matplotlib's LightSource when installed, or "
+                                      "its NumPy port.")
+@click.option("--repeat", type=int, default=1, show_default=True,
+              help="Compute this many times and print the median times (benchmarking).")
+@quiet_option
+def mandelbrot_command(output: str, no_image: bool, width: int, height: int, maxiter: int,
+                       xmin: float, xmax: float, ymin: float, ymax: float, horizon: str,
+                       dtype: str, device: str | None, counts_path: str | None, renderer: str,
+                       repeat: int, quiet: bool) -> None:
+    """Render the Mandelbrot set: escape counts with the seed's NumPy semantics, smooth
+    colouring shaded like the seed's picture (hot colour map, light source)."""
+    if repeat < 1:
+        raise InputError(f"--repeat must be >= 1, got {repeat}")
+    image_path = None if no_image else output
+    _check_writable(image_path, "image")
+    _check_writable(counts_path, "counts")
+    horizon_value = parse_horizon(horizon)
+    # Refuse bad parameters before anything is printed or computed.
+    validate(width, height, maxiter, xmin, xmax, ymin, ymax, horizon_value, dtype)
+    compute = create_context(device, quiet=quiet)
+    plan = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter, xmin=xmin,
+                              xmax=xmax, ymin=ymin, ymax=ymax, horizon=horizon_value,
+                              dtype=dtype)
+    want_smooth = image_path is not None
+    results = [plan.run(want_z=False, want_smooth=want_smooth) for _ in range(repeat)]
+    result = results[-1]
+    written = []
+    render_seconds = 0.0
+    if image_path is not None:
+        from ..render import shade, write_png
+
+        start = time.perf_counter()
+        write_png(image_path, shade(result.smooth, renderer=renderer))
+        render_seconds = time.perf_counter() - start
+        written.append(image_path)
+    if counts_path is not None:
+        from ..render import write_npy
+
+        write_npy(counts_path, result.counts)
+        written.append(counts_path)
+    if quiet:
+        return
+    kernel = statistics.median(r.timings.kernel_seconds for r in results)
+    total = statistics.median(r.timings.total_seconds for r in results)
+    wall = statistics.median(r.timings.wall_seconds for r in results)
+    median_note = f" (median of {repeat})" if repeat > 1 else ""
+    click.echo(f"mandelbrot: {width}x{height}, maxiter {maxiter}, horizon {horizon_value:g}, "
+               f"{dtype} on {compute.spec} {compute.name} ({plan.vector_width} pixel(s) per "
+               "work-item)")
+    click.echo(f"  kernel {kernel * 1e3:.3f} ms, with copy back {total * 1e3:.3f} ms "
+               f"({result.timings.source}){median_note}; wall {wall * 1e3:.1f} ms")
+    if written:
+        how = f" (coloured in {render_seconds:.2f} s)" if image_path else ""
+        click.echo(f"  wrote {', '.join(written)}{how}")

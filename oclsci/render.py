@@ -1,0 +1,235 @@
+"""Colour a Mandelbrot smooth count like the seed's picture and write PNG files atomically.
+
+The seed shades the smooth count with ``matplotlib.colors.LightSource(azdeg=315, altdeg=10)``,
+the ``hot`` colour map, ``PowerNorm(0.3)``, ``vert_exag=1.5`` and ``blend_mode='hsv'``. With
+matplotlib installed (the ``plot`` extra) :func:`shade` calls exactly that; without it, a NumPy
+port of the same steps (hot colour map, power normalisation, hill shading, HSV blend) gives
+nearly the same picture.
+
+Writers put the data in a temporary file of the destination's folder and ``os.replace`` it, so
+that a reader never sees a partial file and nothing is left behind on error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import numpy as np
+
+from .errors import InputError
+
+AZDEG = 315.0
+ALTDEG = 10.0
+VERT_EXAG = 1.5
+GAMMA = 0.3
+
+# matplotlib's "hot" colour map: (x, value) breakpoints of each channel.
+_HOT = {
+    "red": ((0.0, 0.0416), (0.365079, 1.0), (1.0, 1.0)),
+    "green": ((0.0, 0.0), (0.365079, 0.0), (0.746032, 1.0), (1.0, 1.0)),
+    "blue": ((0.0, 0.0), (0.746032, 0.0), (1.0, 1.0)),
+}
+# matplotlib quantises colour maps into a table of this many entries.
+_LUT_SIZE = 256
+
+
+def have_matplotlib() -> bool:
+    """True when matplotlib can be imported."""
+    try:
+        import matplotlib.colors  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def hot_colormap(values: np.ndarray) -> np.ndarray:
+    """RGB floats in [0, 1] of matplotlib's ``hot`` map for ``values`` in [0, 1] (NaN -> 0)."""
+    x = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
+    # Quantise like matplotlib's 256-entry table.
+    index = np.clip((x * _LUT_SIZE).astype(np.int64), 0, _LUT_SIZE - 1)
+    table_x = np.linspace(0.0, 1.0, _LUT_SIZE)
+    rgb = np.empty(x.shape + (3,))
+    for k, channel in enumerate(("red", "green", "blue")):
+        xs, ys = zip(*_HOT[channel])
+        rgb[..., k] = np.interp(table_x, xs, ys)[index]
+    return rgb
+
+
+def power_norm(data: np.ndarray, gamma: float = GAMMA) -> np.ndarray:
+    """matplotlib's ``PowerNorm(gamma)`` with limits autoscaled to the data's min and max."""
+    data = np.asarray(data, dtype=np.float64)
+    vmin, vmax = float(np.min(data)), float(np.max(data))
+    if vmax <= vmin:
+        return np.zeros_like(data)
+    scaled = np.clip((data - vmin) / (vmax - vmin), 0.0, None)
+    return np.power(scaled, gamma)
+
+
+def hillshade(elevation: np.ndarray, azdeg: float = AZDEG, altdeg: float = ALTDEG,
+              vert_exag: float = VERT_EXAG) -> np.ndarray:
+    """Illumination in [0, 1] of a surface lit from ``azdeg``/``altdeg`` (matplotlib's maths).
+
+    Row 0 is the top (north) of the picture.
+    """
+    elevation = np.asarray(elevation, dtype=np.float64)
+    if min(elevation.shape) < 2:
+        return np.ones_like(elevation)
+    e_dy, e_dx = np.gradient(vert_exag * elevation, -1.0, 1.0)
+    az = np.radians(90.0 - azdeg)
+    alt = np.radians(altdeg)
+    direction = np.array([np.cos(az) * np.cos(alt), np.sin(az) * np.cos(alt), np.sin(alt)])
+    norm = np.sqrt(e_dx * e_dx + e_dy * e_dy + 1.0)
+    intensity = (-e_dx * direction[0] - e_dy * direction[1] + direction[2]) / norm
+    imin, imax = float(intensity.min()), float(intensity.max())
+    if imax - imin > 1e-6:
+        intensity = (intensity - imin) / (imax - imin)
+    return np.clip(intensity, 0.0, 1.0)
+
+
+def rgb_to_hsv(rgb: np.ndarray) -> np.ndarray:
+    """Convert RGB floats in [0, 1] to HSV in [0, 1] (as ``matplotlib.colors.rgb_to_hsv``)."""
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    maxc = np.max(rgb, axis=-1)
+    minc = np.min(rgb, axis=-1)
+    delta = maxc - minc
+    value = maxc
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sat = np.where(maxc > 0, delta / np.where(maxc > 0, maxc, 1), 0.0)
+        safe = np.where(delta > 0, delta, 1.0)
+        # As matplotlib: where several channels are the maximum, blue wins over green, green
+        # over red.
+        hue = np.zeros_like(maxc)
+        hue = np.where(r == maxc, (g - b) / safe, hue)
+        hue = np.where(g == maxc, 2.0 + (b - r) / safe, hue)
+        hue = np.where(b == maxc, 4.0 + (r - g) / safe, hue)
+    hue = np.where(delta > 0, (hue / 6.0) % 1.0, 0.0)
+    return np.stack([hue, sat, value], axis=-1)
+
+
+def hsv_to_rgb(hsv: np.ndarray) -> np.ndarray:
+    """Convert HSV in [0, 1] to RGB floats in [0, 1] (as ``matplotlib.colors.hsv_to_rgb``)."""
+    h, s, v = hsv[..., 0], hsv[..., 1], hsv[..., 2]
+    i = np.floor(h * 6.0).astype(np.int64)
+    f = h * 6.0 - i
+    p = v * (1.0 - s)
+    q = v * (1.0 - s * f)
+    t = v * (1.0 - s * (1.0 - f))
+    i = i % 6
+    choices_r = [v, q, p, p, t, v]
+    choices_g = [t, v, v, q, p, p]
+    choices_b = [p, p, t, v, v, q]
+    rgb = np.stack([np.choose(i, choices_r), np.choose(i, choices_g), np.choose(i, choices_b)],
+                   axis=-1)
+    grey = (s == 0)[..., None]
+    return np.where(grey, v[..., None], rgb)
+
+
+def blend_hsv(rgb: np.ndarray, intensity: np.ndarray, hsv_max_sat: float = 0.0,
+              hsv_min_sat: float = 1.0, hsv_max_val: float = 1.0,
+              hsv_min_val: float = 0.0) -> np.ndarray:
+    """matplotlib's ``LightSource.blend_hsv`` with ``LightSource``'s default limits."""
+    hsv = rgb_to_hsv(rgb)
+    sat, val = hsv[..., 1], hsv[..., 2]
+    light = 2.0 * intensity - 1.0
+    coloured = np.abs(sat) > 1e-10
+    brighter = light > 0
+    darker = light < 0
+    sat = np.where(coloured & brighter, (1 - light) * sat + light * hsv_max_sat, sat)
+    sat = np.where(coloured & darker, (1 + light) * sat - light * hsv_min_sat, sat)
+    val = np.where(brighter, (1 - light) * val + light * hsv_max_val, val)
+    val = np.where(darker, (1 + light) * val - light * hsv_min_val, val)
+    hsv = np.stack([hsv[..., 0], np.clip(sat, 0, 1), np.clip(val, 0, 1)], axis=-1)
+    return hsv_to_rgb(hsv)
+
+
+def shade_numpy(smooth: np.ndarray) -> np.ndarray:
+    """The seed's shading in plain NumPy: RGB floats in [0, 1], shape (rows, cols, 3)."""
+    rgb = hot_colormap(power_norm(smooth, GAMMA))
+    return blend_hsv(rgb, hillshade(smooth, AZDEG, ALTDEG, VERT_EXAG))
+
+
+def shade_matplotlib(smooth: np.ndarray) -> np.ndarray:
+    """The seed's shading through matplotlib: RGB floats in [0, 1], shape (rows, cols, 3)."""
+    import matplotlib
+    from matplotlib import colors
+
+    light = colors.LightSource(azdeg=AZDEG, altdeg=ALTDEG)
+    shaded = light.shade(np.asarray(smooth, dtype=np.float64), cmap=matplotlib.colormaps["hot"],
+                         vert_exag=VERT_EXAG, norm=colors.PowerNorm(GAMMA), blend_mode="hsv")
+    return np.asarray(shaded)[..., :3]
+
+
+def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower") -> np.ndarray:
+    """Colour a smooth count as the seed's picture: uint8 RGB, shape (rows, cols, 3).
+
+    ``renderer``: ``"matplotlib"``, ``"numpy"`` or ``"auto"`` (matplotlib when importable).
+    ``origin="lower"`` puts row 0 (ymin) at the bottom, so that the picture shows the complex
+    plane with the imaginary axis up; ``"upper"`` keeps row 0 at the top as ``imshow`` does
+    by default in the seed (the same picture for a window symmetric about the real axis).
+    """
+    smooth = np.asarray(smooth)
+    if smooth.ndim != 2 or smooth.size == 0:
+        raise InputError(f"expected a non-empty 2-D array to colour, got shape {smooth.shape}")
+    if origin not in ("lower", "upper"):
+        raise InputError(f"origin must be 'lower' or 'upper', got {origin!r}")
+    if renderer not in ("auto", "matplotlib", "numpy"):
+        raise InputError(f"renderer must be auto, matplotlib or numpy, got {renderer!r}")
+    if renderer == "auto":
+        renderer = "matplotlib" if have_matplotlib() else "numpy"
+    elif renderer == "matplotlib" and not have_matplotlib():
+        raise InputError("matplotlib is not installed: pip install 'oclsci[plot]', or use the "
+                         "numpy renderer")
+    data = smooth[::-1] if origin == "lower" else smooth
+    rgb = shade_matplotlib(data) if renderer == "matplotlib" else shade_numpy(data)
+    return np.clip(np.round(rgb * 255.0), 0, 255).astype(np.uint8)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success rename it to ``path``, else delete it."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"cannot write {target}: folder {folder} does not exist")
+    handle, temp_name = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(handle)
+    temp = Path(temp_name)
+    try:
+        yield temp
+        # mkstemp makes the file private; give it the permissions a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temp, 0o666 & ~umask)
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+
+
+def write_atomically(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
+    """Call ``write(temp_path)`` then move the file to ``path`` atomically; return ``path``."""
+    with atomic_path(path) as temp:
+        write(temp)
+    return Path(path)
+
+
+def write_png(path: str | os.PathLike, rgb: np.ndarray) -> Path:
+    """Write a uint8 RGB image (rows, cols, 3) as a PNG file, atomically."""
+    from PIL import Image
+
+    image = Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8), mode="RGB") \
+        if rgb.ndim == 3 else Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8))
+    return write_atomically(path, lambda temp: image.save(temp, format="PNG"))
+
+
+def write_npy(path: str | os.PathLike, array: np.ndarray) -> Path:
+    """Save ``array`` in NumPy's .npy format, atomically."""
+    def save(temp: Path) -> None:
+        with open(temp, "wb") as stream:
+            np.save(stream, array)
+    return write_atomically(path, save)

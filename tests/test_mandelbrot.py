@@ -1,0 +1,201 @@
+"""Mandelbrot: agreement with the seed's NumPy code, bands of rows, the PNG, bad input."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from oclsci.cli import main
+from oclsci.errors import InputError
+from oclsci.mandelbrot import MandelbrotRenderer, mandelbrot, parse_horizon, row_band
+from oclsci.mandelbrot_reference import mandelbrot_numpy, mandelbrot_set_np, smooth_count
+
+SMALL = {"width": 150, "height": 125, "maxiter": 400}
+ZOOM = {"width": 96, "height": 80, "maxiter": 300, "xmin": -0.7485, "xmax": -0.7445,
+        "ymin": 0.0985, "ymax": 0.1015}
+
+
+def _needs_fp64(compute, dtype):
+    if np.dtype(dtype) == np.float64 and not compute.supports_fp64:
+        pytest.skip(f"{compute.name} has no fp64")
+
+
+def test_seed_code_small_image_float32(compute):
+    """Counts and final z as the seed's mandelbrot_set_np (150 x 125, float32)."""
+    z_ref, n_ref = mandelbrot_set_np(-2.25, 0.75, -1.25, 1.25, 150, 125, 400, 2.0**40)
+    result = mandelbrot(**SMALL, device=compute, return_z=True)
+    assert result.counts.shape == (125, 150) and result.counts.dtype == np.int32
+    assert np.mean(result.counts == n_ref) >= 0.995
+    assert result.z.dtype == np.complex64
+    escaped = np.abs(z_ref) >= 2.0**40
+    assert np.mean(escaped == (np.abs(result.z) >= 2.0**40)) >= 0.995
+    smooth_ref = smooth_count(n_ref, z_ref, 2.0**40)
+    same = result.counts == n_ref
+    assert np.allclose(result.smooth[same], smooth_ref[same], rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype, agreement", [("float32", 0.995), ("float64", 0.999)])
+def test_zoomed_window(compute, dtype, agreement):
+    _needs_fp64(compute, dtype)
+    n_ref, z_ref = mandelbrot_numpy(**ZOOM, dtype=dtype)
+    result = mandelbrot(**ZOOM, dtype=dtype, device=compute, return_z=True)
+    assert np.mean(result.counts == n_ref) >= agreement
+    assert result.z.dtype == z_ref.dtype
+    assert result.smooth.dtype == np.dtype(dtype)
+    # The window is not trivial: some pixels escape late, some never.
+    assert n_ref.max() > 100 and np.any(n_ref == 0)
+
+
+def test_one_pixel_per_work_item_matches_vectors(any_compute):
+    """The GPU kernel shape (vector_width=1) gives the same counts as the CPU one."""
+    scalar = mandelbrot(**ZOOM, device=any_compute, vector_width=1, return_z=True)
+    vector = mandelbrot(**ZOOM, device=any_compute, vector_width=4, return_z=True)
+    assert np.array_equal(scalar.counts, vector.counts)
+    assert np.array_equal(scalar.z, vector.z)
+    assert np.array_equal(scalar.smooth, vector.smooth)
+
+
+def test_bands_of_rows_make_the_image(any_compute):
+    full = mandelbrot(**SMALL, device=any_compute)
+    bands = [mandelbrot(**SMALL, device=any_compute, rows=row_band(125, 3, k)) for k in range(3)]
+    assert [b.first_row for b in bands] == [0, 42, 84]
+    assert [b.row_count for b in bands] == [42, 42, 41]
+    assert np.array_equal(np.vstack([b.counts for b in bands]), full.counts)
+    assert np.array_equal(np.vstack([b.smooth for b in bands]), full.smooth)
+
+
+def test_row_band_covers_every_row():
+    for height, parts in [(10, 3), (7, 7), (1250, 4), (5, 1)]:
+        bands = [row_band(height, parts, k) for k in range(parts)]
+        assert sum(count for _, count in bands) == height
+        assert all(bands[k][0] + bands[k][1] == bands[k + 1][0] for k in range(parts - 1))
+    with pytest.raises(InputError):
+        row_band(10, 3, 3)
+
+
+def test_renderer_times_repeated_runs(any_compute):
+    plan = MandelbrotRenderer(any_compute, width=64, height=48, maxiter=50)
+    seconds = plan.time_kernel(repeat=2)
+    assert len(seconds) == 2 and all(s > 0 for s in seconds)
+    result = plan.run(want_smooth=False)
+    assert result.smooth is None and result.z is None
+    assert result.timings.total_seconds >= result.timings.kernel_seconds > 0
+
+
+@pytest.mark.parametrize("text, value", [("2**40", 2.0**40), ("1e12", 1e12), (" 2.0 ** 10 ", 1024.0),
+                                         (4, 4.0)])
+def test_parse_horizon(text, value):
+    assert parse_horizon(text) == value
+
+
+@pytest.mark.parametrize("text", ["abc", "2**", "**3", "2**3**2", "__import__('os')", "1e999**2"])
+def test_parse_horizon_refuses(text):
+    with pytest.raises(InputError):
+        parse_horizon(text)
+
+
+def _run_cli(capsys, *args):
+    """Run ``oclsci ARGS`` in-process; return (exit code, stdout, stderr)."""
+    code = 0
+    try:
+        main(list(args))
+    except SystemExit as stop:
+        code = stop.code or 0
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_writes_png_and_counts(any_compute, tmp_path, capsys):
+    from PIL import Image
+
+    png, npy = tmp_path / "m.png", tmp_path / "counts.npy"
+    code, out, err = _run_cli(capsys, "mandelbrot", "-o", str(png), "--counts", str(npy),
+                              "--width", "120", "--height", "90", "--maxiter", "100",
+                              "--renderer", "numpy", "--device", any_compute.spec)
+    assert code == 0, err
+    with Image.open(png) as image:
+        assert image.size == (120, 90) and image.mode == "RGB"
+    counts = np.load(npy)
+    assert counts.shape == (90, 120)
+    ref, _ = mandelbrot_numpy(width=120, height=90, maxiter=100)
+    assert np.mean(counts == ref) >= 0.995
+    assert "kernel" in out and "with copy back" in out and "120x90" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.npy", "m.png"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(png).st_mode & 0o777 == 0o666 & ~umask
+
+
+BAD_INPUTS = [
+    (["--maxiter", "0"], "maxiter"),
+    (["--width", "0"], "width"),
+    (["--height", "-3"], "height"),
+    (["--xmin", "1", "--xmax", "0.5"], "xmin"),
+    (["--ymin", "0.2", "--ymax", "0.2"], "ymin"),
+    (["--xmin", "nan"], "finite"),
+    (["--ymax", "inf"], "finite"),
+    (["--horizon", "two"], "horizon"),
+    (["--horizon", "0.5"], "horizon"),
+    (["--horizon", "2**200"], "horizon"),
+    (["-o", "/nonexistent-folder/m.png"], "does not exist"),
+]
+
+
+@pytest.mark.parametrize("args, word", BAD_INPUTS)
+def test_cli_bad_input_one_line_error(any_compute, tmp_path, capsys, monkeypatch, args, word):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run_cli(capsys, "mandelbrot", "--width", "8", "--height", "8",
+                              "--device", any_compute.spec, *args)
+    assert code != 0
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oclsci: error:"), err
+    assert word in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_api_bad_input(any_compute):
+    with pytest.raises(InputError, match="rows"):
+        mandelbrot(width=8, height=8, rows=(6, 4), device=any_compute)
+    with pytest.raises(InputError, match="dtype"):
+        mandelbrot(width=8, height=8, dtype="int32", device=any_compute)
+    with pytest.raises(InputError, match="integer"):
+        mandelbrot(width=8.5, height=8, device=any_compute)
+
+
+def test_failed_png_write_leaves_nothing(tmp_path, monkeypatch):
+    from oclsci import render
+
+    def broken(temp):
+        temp.write_bytes(b"partial")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        render.write_atomically(tmp_path / "out.png", broken)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_numpy_colouring():
+    from oclsci import render
+
+    assert np.allclose(render.hot_colormap(np.array([0.0, 1.0])), [[0.0416, 0, 0], [1, 1, 1]])
+    smooth = mandelbrot_numpy(width=40, height=30, maxiter=50)
+    values = smooth_count(*smooth, 2.0**40)
+    rgb = render.shade(values, renderer="numpy")
+    assert rgb.shape == (30, 40, 3) and rgb.dtype == np.uint8
+    upper = render.shade(values, renderer="numpy", origin="upper")
+    assert not np.array_equal(rgb, upper) or np.array_equal(values, values[::-1])
+    rng = np.random.default_rng(0)
+    colours = rng.random((100, 3))
+    assert np.allclose(render.hsv_to_rgb(render.rgb_to_hsv(colours)), colours)
+
+
+def test_matplotlib_and_numpy_colouring_agree():
+    pytest.importorskip("matplotlib")
+    from oclsci import render
+
+    values = smooth_count(*mandelbrot_numpy(width=60, height=50, maxiter=60), 2.0**40)
+    a = render.shade(values, renderer="numpy").astype(int)
+    b = render.shade(values, renderer="matplotlib").astype(int)
+    assert np.abs(a - b).max() <= 1
