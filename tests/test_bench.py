@@ -102,6 +102,15 @@ def test_mandelbrot_case_present_when_module_is(quick_run):
     assert not any(r["extrapolated"] for r in case["results"])
 
 
+def test_elementwise_case_has_oclsci_axpy(quick_run):
+    pytest.importorskip("oclsci.elementwise_ops")
+    case = next(c for c in quick_run.report["cases"] if c["workload"] == "elementwise")
+    names = [r["variant"] for r in case["results"]]
+    assert names[:2] == ["numpy", "oclsci-axpy"] and "pyopencl-elementwise" in names
+    assert case["bytes_moved"] == 12 * case["problem"]["elements"] * case["iterations"]
+    assert all(r["gb_per_s"] > 0 for r in case["results"])
+
+
 class OffByOne:
     """A wrong variant: one step short, and claims to be ten times faster."""
 

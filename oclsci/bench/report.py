@@ -97,8 +97,8 @@ def _how(result: dict, case: dict) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def case_table(case: dict) -> str:
-    """The Markdown table of one case, with its notes and variant descriptions."""
+def case_table(case: dict, level: int = 3) -> str:
+    """The Markdown table of one case (a heading of ``level``), notes and descriptions."""
     unit = case["iteration_unit"]
     prefix, scale = _prefix([r["throughput"] or 0 for r in case["results"]])
     header = ["variant", "check", "wall s", "device s", "speed-up vs NumPy", f"µs/{unit}",
@@ -118,7 +118,7 @@ def case_table(case: dict) -> str:
                  number(result["us_per_iteration"]), number(throughput),
                  number(result["gb_per_s"]), number(result["percent_of_copy_bandwidth"], 2)]
         rows.append("| " + " | ".join(cells) + " |")
-    lines = [f"### {case['title']}", "", *rows, ""]
+    lines = [f"{'#' * level} {case['title']}", "", *rows, ""]
     if marked:
         lines += [f"\\* timed on fewer {unit}s and extrapolated linearly (see below).", ""]
     lines += [f"- {note}" for note in case["notes"]]
@@ -134,13 +134,13 @@ def _load(host: dict) -> str:
             else f"; load average {start[0]:g} at the start")
 
 
-def to_markdown(report: dict) -> str:
-    """The whole report as Markdown: a header naming the device, then one table per case."""
+def to_markdown(report: dict, level: int = 2) -> str:
+    """The report as Markdown: a heading of ``level`` naming the device, a table per case."""
     device, host, copy = report["device"], report["host"], report["copy_bandwidth"]
     versions = ", ".join(f"{k} {v}" for k, v in report["versions"].items() if v)
     settings = report["settings"]
     lines = [
-        f"## oclsci bench: {device['name']} ({device['platform']})",
+        f"{'#' * level} oclsci bench: {device['name']} ({device['platform']})",
         "",
         f"- date: {report['created']}; command: `{' '.join(report['command_line'])}`",
         f"- device {device['spec']}: {device['type']}, {device['compute_units']} compute units, "
@@ -162,7 +162,7 @@ def to_markdown(report: dict) -> str:
         "whose result differs from NumPy's is marked FAILED and gets no figures but its times.",
         "",
     ]
-    lines += [case_table(case) for case in report["cases"]]
+    lines += [case_table(case, level + 1) for case in report["cases"]]
     if report["skipped"]:
         lines += ["Skipped:", ""]
         lines += [f"- {item['workload']}: {item['reason']}" for item in report["skipped"]]
