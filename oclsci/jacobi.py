@@ -21,9 +21,12 @@ import pyopencl as cl
 from . import programs
 from .device import ComputeContext, as_compute_context
 from .errors import InputError, Interrupted
-from .jacobi_tuning import KernelConfig, choose_config
+from .jacobi_tuning import KERNELS, MULTI_STEP, KernelConfig, choose_config
+from .launcher import Launch
 
-KERNEL_NAMES = ("seed", "coalesced", "blocked")
+KERNEL_NAMES = KERNELS
+# Launches enqueued between throttling events (see JacobiSolver.advance).
+LAUNCH_BATCH = 256
 RESIDUAL_GROUP_SIZE = 64
 
 
@@ -86,45 +89,105 @@ class JacobiSolver:
 
     def _build_kernels(self) -> None:
         config = self.config
-        params = dict(config.params, dtype=self.dtype)
+        config.validate(max_work_group_size=int(self.compute.device.max_work_group_size),
+                        local_mem_bytes=int(self.compute.device.local_mem_size),
+                        dtype=self.dtype)
+        params = dict(config.template_params(), dtype=self.dtype)
         self.steps_per_launch = config.steps_per_launch
-        grid_args = (np.int32(self.m), np.int32(self.n), np.int32(self.row_stride))
-        # One kernel object per direction (x0 -> x1, x1 -> x0), arguments set once.
-        self._kernels = []
-        self._remainder_kernels = []
-        for source in (0, 1):
-            args = (self.x_buffers[1 - source], self.x_buffers[source], self.rhs_buffer, *grid_args)
-            kernel = programs.new_kernel(self.compute, f"jacobi_{config.name}", **params)
-            extra = (np.int32(self.steps_per_launch),) if config.name == "blocked" else ()
-            kernel.set_args(*args, *extra)
-            self._kernels.append(kernel)
-            if config.name == "blocked":
-                remainder = programs.new_kernel(self.compute, "jacobi_blocked", **params)
-                remainder.set_args(*args, np.int32(1))
-                self._remainder_kernels.append(remainder)
         self.global_size, self.local_size = config.launch_shape(self.m, self.n)
+        grid_args = (np.int32(self.m), np.int32(self.n), np.int32(self.row_stride))
+        extra: tuple = ()
+        if config.name in MULTI_STEP:
+            extra = (np.int32(self.steps_per_launch),)
+        if config.name == "bands":
+            layout = config.bands_layout(self.m, self.n)
+            nbytes = layout["scratch_elements"] * self.dtype.itemsize
+            self.compute.check_allocation(2 * nbytes, f"the bands kernel's scratch ({layout})")
+            # Zeros from the host: never read before written, but Oclgrind 21.10 tracks
+            # kernel-written memory wrongly in buffers it recycles or fills on the device.
+            self._scratch = cl.Buffer(self.compute.context,
+                                      cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                                      hostbuf=np.zeros(layout["scratch_elements"], self.dtype))
+            extra += (self._scratch, np.int32(layout["scratch_row"]),
+                      np.int64(layout["scratch_half"]))
+        # One kernel object per direction (x0 -> x1, x1 -> x0), arguments set once; for
+        # multi-step kernels a second pair whose step count is set for remainder launches.
+        queue = self.compute.queue
+        self._pending_batches: list = []
+        self._launches: list[Launch] = []
+        self._remainder_launches: list[Launch] = []
+        for source in (0, 1):
+            args = (self.x_buffers[1 - source], self.x_buffers[source], self.rhs_buffer,
+                    *grid_args, *extra)
+            kernel = programs.new_kernel(self.compute, f"jacobi_{config.name}", **params)
+            kernel.set_args(*args)
+            self._launches.append(Launch(queue, kernel, self.global_size, self.local_size))
+            if config.name in MULTI_STEP:
+                remainder = programs.new_kernel(self.compute, f"jacobi_{config.name}", **params)
+                remainder.set_args(*args)
+                self._remainder_launches.append(
+                    Launch(queue, remainder, self.global_size, self.local_size))
+
+    def _throttle(self, event: Any) -> None:
+        """Wait for the batch before last: keeps the queue's backlog bounded."""
+        pending = self._pending_batches
+        pending.append(event)
+        if len(pending) > 2:
+            pending.pop(0).wait()
+
+    def reconfigure(self, config: KernelConfig) -> None:
+        """Switch to another kernel configuration (same grid, same buffers and iterate)."""
+        self.config = config
+        self._build_kernels()
 
     def advance(self, steps: int, stopwatch: Any = None) -> None:
-        """Enqueue ``steps`` Jacobi steps (no host synchronisation)."""
-        queue = self.compute.queue
+        """Enqueue ``steps`` Jacobi steps (no host synchronisation).
+
+        Full launches of ``steps_per_launch`` steps, then one launch for the remainder. With a
+        stopwatch, the first and the last launch carry events for it; the others have none.
+        """
         full_launches, remainder = divmod(int(steps), self.steps_per_launch)
-        kernels, global_size, local_size = self._kernels, self.global_size, self.local_size
         current = self.current
-        event = None
-        for _ in range(full_launches):
-            event = cl.enqueue_nd_range_kernel(queue, kernels[current], global_size, local_size)
-            if stopwatch is not None and stopwatch.first_event is None:
+        launches = [self._launches[current], self._launches[current ^ 1]]
+        timed = stopwatch is not None
+        first, last = 0, full_launches
+        if timed and full_launches:
+            # Events on the first launch and, unless a remainder launch follows, the last.
+            event = launches[0].with_event()
+            if stopwatch.first_event is None:
                 stopwatch.record(event)
-            current ^= 1
-        if remainder:
-            kernel = self._remainder_kernels[current]
-            kernel.set_arg(6, np.int32(remainder))
-            event = cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size)
-            if stopwatch is not None and stopwatch.first_event is None:
-                stopwatch.record(event)
-            current ^= 1
-        if stopwatch is not None and event is not None:
             stopwatch.record(event)
+            first = 1
+            if not remainder and full_launches > 1:
+                last = full_launches - 1
+        fast = (launches[0].fast, launches[1].fast)
+        k = first
+        while k < last:
+            # Batches of launches without events; an event ends each full batch, and the host
+            # waits for the one of two batches before, so that the queue's backlog stays small.
+            batch_end = min(last, k + LAUNCH_BATCH)
+            if batch_end - k == LAUNCH_BATCH:
+                for j in range(k, batch_end - 1):
+                    fast[j & 1]()
+                self._throttle(launches[(batch_end - 1) & 1].with_event())
+            else:
+                for j in range(k, batch_end):
+                    fast[j & 1]()
+            k = batch_end
+        if last < full_launches:
+            stopwatch.record(launches[last & 1].with_event())
+        current ^= full_launches & 1
+        if remainder:
+            launch = self._remainder_launches[current]
+            launch.kernel.set_arg(6, np.int32(remainder))
+            if timed:
+                event = launch.with_event()
+                if stopwatch.first_event is None:
+                    stopwatch.record(event)
+                stopwatch.record(event)
+            else:
+                launch.fast()
+            current ^= 1
         self.current = current
         self.iteration += int(steps)
 
@@ -300,7 +363,7 @@ def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.f
     """Reconstruct X from its Laplacian ``rhs`` by ``iterations`` Jacobi steps; return X.
 
     ``device`` is a SPEC string, a :class:`~oclsci.device.ComputeContext` or None (default
-    selection). ``kernel`` is one of ``seed``, ``coalesced``, ``blocked`` or ``auto``.
+    selection). ``kernel`` is one of :data:`KERNEL_NAMES` or ``auto``.
     """
     compute = as_compute_context(device)
     solver = JacobiSolver(compute, rhs, x0=x0, dtype=dtype, kernel=kernel)

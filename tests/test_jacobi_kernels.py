@@ -1,0 +1,142 @@
+"""Every Jacobi kernel and several configurations of each equal NumPy bit for bit.
+
+Grids: one cell, thin in either direction, odd sizes, the seed's 266 x 400; step counts that
+are not multiples of the steps per launch (remainder launches); float32 and float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from oclsci import jacobi
+from oclsci.jacobi import KERNEL_NAMES, JacobiSolver, run
+from oclsci.jacobi_reference import jacobi_numpy
+from oclsci.jacobi_tuning import KernelConfig, default_config, device_default
+
+SHAPES = [(1, 1), (3, 1000), (1021, 37), (37, 1021), (266, 400)]
+# Cumulative step counts: 1, then 5 and 13 (remainders for every steps-per-launch below).
+STEPS = (1, 5, 13)
+
+CONFIGS = [
+    KernelConfig("seed"),
+    KernelConfig("coalesced", {"rows_per_item": 1, "vector": 1}),
+    KernelConfig("coalesced", {"rows_per_item": 3, "vector": 4}, (16, 2)),
+    KernelConfig("coalesced", {"rows_per_item": 2, "vector": 2}),
+    KernelConfig("coalesced", {"rows_per_item": 5}, (8, 2)),
+    KernelConfig("blocked", {"tile_w": 8, "tile_h": 4, "halo_width": 2, "local_w": 4,
+                             "local_h": 2, "rhs_in_local": True}),
+    KernelConfig("temporal", {"rows": 2, "cols": 2, "local_w": 8, "local_h": 4,
+                              "max_steps": 3, "buffers": 2}),
+    KernelConfig("temporal", {"rows": 3, "cols": 1, "local_w": 16, "local_h": 4,
+                              "max_steps": 5, "buffers": 1}),
+    KernelConfig("temporal", {"rows": 1, "cols": 4, "local_w": 4, "local_h": 8,
+                              "max_steps": 2, "buffers": 2}),
+    KernelConfig("bands", {"band_h": 5, "band_w": 7, "max_steps": 3, "workers": 3}),
+    KernelConfig("bands", {"band_h": 64, "band_w": 0, "max_steps": 8, "workers": 2}),
+    KernelConfig("bands", {"band_h": 1, "band_w": 0, "max_steps": 1, "workers": 1}),
+    KernelConfig("bands", {"band_h": 3, "band_w": 500, "max_steps": 4, "workers": 2}),
+]
+
+
+def _id(config: KernelConfig) -> str:
+    return config.describe().replace(" ", "")
+
+
+@pytest.fixture(scope="module")
+def problems():
+    rng = np.random.default_rng(2024)
+    out = {}
+    for shape in SHAPES:
+        rhs = rng.standard_normal(shape) * 100
+        for dtype in (np.float32, np.float64):
+            b = rhs.astype(dtype)
+            out[shape, dtype] = (b, {s: jacobi_numpy(b, s, dtype=dtype) for s in STEPS})
+    return out
+
+
+def _check(compute, config, problems, dtype, shapes=SHAPES):
+    if dtype == np.float64 and not compute.supports_fp64:
+        pytest.skip("no fp64 on this device")
+    for shape in shapes:
+        rhs, references = problems[shape, dtype]
+        solver = JacobiSolver(compute, rhs, dtype=dtype, config=config)
+        done = 0
+        for steps in STEPS:
+            solver.advance(steps - done)
+            done = steps
+            got = solver.read()
+            want = references[steps]
+            if not np.array_equal(got, want):
+                bad = np.argwhere(got != want)
+                raise AssertionError(
+                    f"{config.describe()} {np.dtype(dtype).name} {shape} after {steps} steps: "
+                    f"{len(bad)} cells differ, first {bad[0].tolist()}")
+        assert solver.iteration == STEPS[-1]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+def test_kernel_equals_numpy(compute, problems, config, dtype):
+    _check(compute, config, problems, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("name", [n for n in KERNEL_NAMES if n != "seed"])
+def test_default_configurations_equal_numpy(compute, problems, name, dtype):
+    """The configurations `auto` falls back to, on this device and as a GPU would have them."""
+    configs = {device_default(compute, name, dtype, (266, 400)),
+               default_config(name, is_cpu=False, dtype=dtype, shape=(266, 400))}
+    for config in configs:
+        if config.fits(compute, dtype):
+            _check(compute, config, problems, dtype, shapes=[(37, 1021), (266, 400)])
+
+
+def test_every_kernel_is_covered():
+    assert {c.name for c in CONFIGS} == set(KERNEL_NAMES)
+
+
+def test_run_with_stopwatch_and_remainders(compute, problems):
+    """`run` (events on the first and last launches) over chunks that end mid-launch."""
+    rhs, references = problems[(266, 400), np.float32]
+    config = KernelConfig("temporal", {"rows": 2, "cols": 2, "local_w": 8, "local_h": 4,
+                                       "max_steps": 3, "buffers": 2})
+    solver = JacobiSolver(compute, rhs, config=config)
+    assert solver.steps_per_launch == 3
+    result = run(solver, 5, check_every=2, tol=1e-30)
+    assert result.iterations == 5 and result.device_seconds > 0
+    assert np.array_equal(solver.read(), references[5])
+    run(solver, 13)
+    assert np.array_equal(solver.read(), references[13])
+
+
+@pytest.mark.parametrize("raw", ["0", "1"])
+def test_batched_launches_with_and_without_ctypes(compute, problems, monkeypatch, raw):
+    """Many launches: throttling batches, the ctypes path and PyOpenCL's agree."""
+    monkeypatch.setenv("OCLSCI_RAW_ENQUEUE", raw)
+    monkeypatch.setattr(jacobi, "LAUNCH_BATCH", 3)
+    rhs, references = problems[(37, 1021), np.float64]
+    for config in (KernelConfig("coalesced", {"rows_per_item": 2, "vector": 2}),
+                   KernelConfig("bands", {"band_h": 8, "band_w": 0, "max_steps": 2,
+                                          "workers": 2})):
+        if not compute.supports_fp64:
+            pytest.skip("no fp64 on this device")
+        solver = JacobiSolver(compute, rhs, dtype=np.float64, config=config)
+        solver.advance(13)
+        assert np.array_equal(solver.read(), references[13])
+        stopwatch = compute.stopwatch()
+        solver = JacobiSolver(compute, rhs, dtype=np.float64, config=config)
+        solver.advance(13, stopwatch)
+        stopwatch.stop()
+        assert stopwatch.first_event is not None and stopwatch.device_seconds > 0
+        assert np.array_equal(solver.read(), references[13])
+
+
+def test_reconfigure_keeps_the_iterate(compute, problems):
+    rhs, references = problems[(266, 400), np.float32]
+    solver = JacobiSolver(compute, rhs, config=KernelConfig("coalesced", {"rows_per_item": 1}))
+    solver.advance(5)
+    solver.reconfigure(KernelConfig("bands", {"band_h": 40, "band_w": 0, "max_steps": 4,
+                                              "workers": 2}))
+    solver.advance(8)
+    assert np.array_equal(solver.read(), references[13])

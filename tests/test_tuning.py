@@ -1,0 +1,235 @@
+"""Kernel configurations, defaults, the tuning cache, the search and ``oclsci tune``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from oclsci import jacobi_tuning as tuning
+from oclsci.errors import InputError
+from oclsci.jacobi import KERNEL_NAMES, JacobiSolver
+from oclsci.jacobi_autotune import candidates, predict_seconds_per_step, save_report, tune
+from oclsci.jacobi_reference import jacobi_numpy
+from oclsci.jacobi_tuning import KernelConfig, choose_config, default_config
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    path = tmp_path / "cache" / "tuning.json"
+    monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(path))
+    return path
+
+
+# -- configurations ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+@pytest.mark.parametrize("is_cpu", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(8, 8), (266, 400), (16384, 16384)])
+def test_defaults_are_valid_and_fit_a_48k_gpu(name, is_cpu, dtype, shape):
+    config = default_config(name, is_cpu=is_cpu, dtype=dtype, shape=shape, compute_units=4)
+    config.validate(max_work_group_size=1024, local_mem_bytes=48 * 1024, dtype=dtype)
+    assert KernelConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
+    global_size, local_size = config.launch_shape(*shape)
+    if local_size is not None:
+        assert all(g % l == 0 for g, l in zip(global_size, local_size))
+
+
+def test_defaults_shrink_for_small_devices():
+    config = default_config("temporal", is_cpu=False, dtype=np.float64, shape=(266, 400),
+                            local_mem_bytes=16 * 1024, max_work_group_size=128)
+    config.validate(max_work_group_size=128, local_mem_bytes=16 * 1024, dtype=np.float64)
+
+
+def test_steps_per_launch_and_tiles():
+    temporal = KernelConfig("temporal", {"rows": 4, "cols": 2, "local_w": 32, "local_h": 16,
+                                         "max_steps": 12, "buffers": 2})
+    assert temporal.steps_per_launch == 12
+    assert temporal.temporal_tile() == (64 - 24, 64 - 24)
+    assert temporal.launch_shape(266, 400) == ((10 * 32, 7 * 16), (32, 16))
+    assert temporal.local_mem_bytes(np.float32) == 2 * (2 * 64 * 32 + 2 * 16 * 2 * 32) * 4
+    bands = KernelConfig("bands", {"band_h": 10, "band_w": 0, "max_steps": 3, "workers": 4})
+    assert bands.steps_per_launch == 3
+    layout = bands.bands_layout(25, 30)
+    assert layout["tiles"] == 3 and layout["workers"] == 3
+    assert layout["scratch_row"] >= 30 + 6 and layout["scratch_half"] >= 36 * 16
+    assert bands.launch_shape(25, 30) == ((3,), (1,))
+    assert KernelConfig("coalesced", {"rows_per_item": 3, "vector": 4}).launch_shape(10, 20) == \
+        ((6, 4), None)
+    assert KernelConfig("seed").steps_per_launch == 1
+
+
+@pytest.mark.parametrize("config, message", [
+    (KernelConfig("nope"), "unknown kernel"),
+    (KernelConfig("coalesced", {"rows_per_item": 0}), ">= 1"),
+    (KernelConfig("coalesced", {"rows_per_item": 1, "vector": 3}), "vector"),
+    (KernelConfig("coalesced", {"rows_per_item": 1.5}), "integer"),
+    (KernelConfig("coalesced", {"rows": 1}), "unknown parameter"),
+    (KernelConfig("temporal", {"rows": 2, "cols": 1, "local_w": 4, "local_h": 2,
+                               "max_steps": 2}), "no tile"),
+    (KernelConfig("temporal", {"rows": 2, "cols": 2, "local_w": 8, "local_h": 8,
+                               "max_steps": 2, "buffers": 3}), "buffers"),
+    (KernelConfig("bands", {"band_w": 0, "max_steps": 2}), "band_h"),
+    (KernelConfig("blocked", {"tile_w": 8, "tile_h": 8, "halo_width": 2, "local_w": 8,
+                              "local_h": 8, "rhs_in_local": 1}), "true or false"),
+])
+def test_invalid_configurations_are_one_line_errors(config, message):
+    with pytest.raises(InputError, match=message) as caught:
+        config.validate()
+    assert "\n" not in str(caught.value)
+
+
+def test_configuration_too_big_for_the_device(any_compute):
+    wide = KernelConfig("temporal", {"rows": 2, "cols": 2, "local_w": 128, "local_h": 64,
+                                     "max_steps": 2, "buffers": 2})
+    limit = int(any_compute.device.max_work_group_size)
+    if wide.work_group_size() <= limit:
+        pytest.skip("device takes 8192 work-items per group")
+    assert not wide.fits(any_compute, np.float32)
+    with pytest.raises(InputError, match="work-group"):
+        JacobiSolver(any_compute, np.ones((4, 4)), config=wide)
+
+
+# -- the cache ----------------------------------------------------------------------------------
+
+def test_cache_path_precedence(monkeypatch, tmp_path):
+    monkeypatch.delenv("OCLSCI_TUNE_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert tuning.cache_path() == tmp_path / "xdg" / "oclsci" / "tuning.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert tuning.cache_path() == tmp_path / "home" / ".cache" / "oclsci" / "tuning.json"
+    monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "mine.json"))
+    assert tuning.cache_path() == tmp_path / "mine.json"
+
+
+def test_key_names_device_driver_version_dtype_and_size_class(any_compute):
+    key = tuning.cache_key(any_compute, np.float64, (266, 400))
+    from oclsci import __version__
+
+    for part in (any_compute.device.name.strip(), any_compute.device.driver_version.strip(),
+                 __version__, "float64", "2^17"):
+        assert part in key
+    assert tuning.size_class((266, 400)) == tuning.size_class((300, 360))
+    assert tuning.size_class((266, 400)) != tuning.size_class((16384, 16384))
+
+
+def test_save_is_atomic_and_round_trips(cache):
+    entry = {"best": {"kernel": "seed", "params": {}}, "kernels": {}}
+    tuning.save_entry("a", entry)
+    tuning.save_entry("b", entry)
+    assert set(tuning.load_cache(cache)) == {"a", "b"}
+    assert sorted(p.name for p in cache.parent.iterdir()) == ["tuning.json"]
+
+
+@pytest.mark.parametrize("content", [b"", b"{oops", b"[]", b'{"format": 1, "entries": []}',
+                                     b'{"format": 2, "entries": {}}', b"\xff\xfe"])
+def test_corrupt_cache_gives_one_warning_line(cache, capsys, any_compute, content):
+    cache.parent.mkdir(parents=True)
+    cache.write_bytes(content)
+    tuning._warned.clear()
+    for _ in range(3):
+        config = choose_config(any_compute, "auto", np.float32, (266, 400))
+        assert config == tuning.device_default(any_compute, tuning.auto_kernel(any_compute),
+                                               np.float32, (266, 400))
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oclsci: warning: ignoring the tuning cache")
+    # Saving replaces the broken file.
+    tuning.save_entry("k", {"best": {"kernel": "seed", "params": {}}})
+    assert set(tuning.load_cache(cache)) == {"k"}
+
+
+def test_choose_config_uses_the_cache(cache, any_compute):
+    shape = (40, 50)
+    key = tuning.cache_key(any_compute, np.float32, shape)
+    best = KernelConfig("bands", {"band_h": 7, "band_w": 0, "max_steps": 3, "workers": 2})
+    coalesced = KernelConfig("coalesced", {"rows_per_item": 3, "vector": 2})
+    tuning.save_entry(key, tuning.make_entry(best, {"bands": (best, 1e-6),
+                                                    "coalesced": (coalesced, 2e-6)}, shape, 1e-6))
+    assert choose_config(any_compute, "auto", np.float32, shape) == best
+    assert choose_config(any_compute, "coalesced", np.float32, (45, 45)) == coalesced
+    assert choose_config(any_compute, "seed", np.float32, shape) == KernelConfig("seed")
+    # Other dtype or size class: defaults.
+    assert choose_config(any_compute, "auto", np.float32, (4000, 4000)) != best
+    monkey = os.environ.get("OCLSCI_TUNE_CACHE")
+    os.environ["OCLSCI_TUNE_CACHE"] = "off"
+    try:
+        assert choose_config(any_compute, "auto", np.float32, shape) != best
+    finally:
+        os.environ["OCLSCI_TUNE_CACHE"] = monkey
+    # And the solver runs it, exactly.
+    rhs = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    solver = JacobiSolver(any_compute, rhs, kernel="auto")
+    assert solver.config == best
+    solver.advance(7)
+    assert np.array_equal(solver.read(), jacobi_numpy(rhs, 7))
+
+
+def test_malformed_or_unfitting_entries_are_ignored(cache, any_compute, capsys):
+    shape = (40, 50)
+    key = tuning.cache_key(any_compute, np.float32, shape)
+    huge = {"kernel": "blocked", "params": {"tile_w": 4096, "tile_h": 4096, "halo_width": 8,
+                                            "local_w": 8, "local_h": 8}}
+    for best in ({"kernel": "coalesced", "params": {"rows_per_item": -1}}, huge,
+                 {"kernel": "temporal", "params": {"rows": 1e9}}, "coalesced", [1, 2]):
+        tuning._warned.clear()
+        tuning.save_entry(key, {"best": best, "kernels": {"seed": {"kernel": "coalesced"}}})
+        assert choose_config(any_compute, "auto", np.float32, shape).name == \
+            tuning.auto_kernel(any_compute)
+        assert choose_config(any_compute, "seed", np.float32, shape) == KernelConfig("seed")
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert all(line.startswith("oclsci: warning: ignoring") for line in err.splitlines())
+
+
+# -- the search ---------------------------------------------------------------------------------
+
+def test_candidates_start_with_defaults_and_fit(any_compute):
+    found = candidates(any_compute, (266, 400), np.float32)
+    names = [c.name for c in found]
+    assert set(names) >= {"coalesced"}
+    assert all(c.fits(any_compute, np.float32) for c in found)
+    facts = {"cus": 132, "max_wg": 1024, "local_mem": 48 * 1024, "is_cpu": False}
+    gpu = KernelConfig("temporal", {"rows": 2, "cols": 2, "local_w": 32, "local_h": 32,
+                                    "max_steps": 16, "buffers": 1})
+    one_step = KernelConfig("coalesced", {"rows_per_item": 2, "vector": 2}, (64, 2))
+    # On a GPU, the small grid is launch-bound: temporal blocking must look better.
+    assert predict_seconds_per_step(gpu, (266, 400), np.float32, facts) < \
+        predict_seconds_per_step(one_step, (266, 400), np.float32, facts)
+
+
+def test_tune_finds_an_exact_configuration_and_saves_it(cache, any_compute):
+    configs = [KernelConfig("coalesced", {"rows_per_item": 2, "vector": 2}),
+               KernelConfig("bands", {"band_h": 8, "band_w": 0, "max_steps": 4, "workers": 2}),
+               KernelConfig("temporal", {"rows": 2, "cols": 2, "local_w": 4096, "local_h": 4,
+                                         "max_steps": 2, "buffers": 1})]
+    report = tune(any_compute, (30, 41), np.float32, budget=30, configs=configs,
+                  min_seconds=0.005)
+    statuses = [t.status for t in report.trials]
+    assert statuses[:2] == ["ok", "ok"]
+    assert statuses[2].startswith("failed")
+    assert report.best is not None and report.best.config in configs[:2]
+    path = save_report(report)
+    assert path == cache
+    assert choose_config(any_compute, "auto", np.float32, (30, 41)) == report.best.config
+
+
+def test_tune_command(cache, tmp_path):
+    env = dict(os.environ, OCLSCI_TUNE_CACHE=str(cache))
+    result = subprocess.run([sys.executable, "-m", "oclsci", "tune", "--size", "24x31",
+                             "--budget", "0.1", "--kernel", "coalesced", "--dtype", "float64"],
+                            capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "best: coalesced(" in result.stdout and str(cache) in result.stdout
+    entries = json.loads(cache.read_text())["entries"]
+    assert len(entries) == 1 and "float64" in next(iter(entries))
+    bad = subprocess.run([sys.executable, "-m", "oclsci", "tune", "--size", "24by31"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 1
+    assert bad.stderr.strip().splitlines() == [
+        "oclsci: error: --size must look like ROWSxCOLUMNS (e.g. 266x400), got '24by31'"]
