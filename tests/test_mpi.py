@@ -374,3 +374,18 @@ def test_mandelbrot_bands_gathered_bit_identical(tmp_path):
         with np.load(out) as full:
             assert np.array_equal(full["counts"], reference.counts)
             assert np.array_equal(full["smooth"], reference.smooth)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_mandelbrot_cli_rows_shared_out_and_gathered(tmp_path):
+    pytest.importorskip("oclsci.cli.mandelbrot")
+    args = ["mandelbrot", "--width", 301, "--height", 157, "--maxiter", 120, "--device", DEVICE,
+            "-q"]
+    _ok(oclsci([*args, "-o", tmp_path / "one.png", "--counts", tmp_path / "one.npy"]))
+    for ranks, bands in ((3, "4"), (2, "1")):
+        result = _ok(oclsci([*args, "-o", tmp_path / "p.png", "--counts", tmp_path / "p.npy"],
+                            ranks=ranks, extra_env={"OCLSCI_MPI_BANDS": bands}))
+        assert result.stdout == ""  # --quiet on every rank
+        assert np.array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "one.npy"))
+        assert (tmp_path / "p.png").read_bytes() == (tmp_path / "one.png").read_bytes()

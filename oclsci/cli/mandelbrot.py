@@ -63,12 +63,25 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     horizon_value = parse_horizon(horizon)
     # Refuse bad parameters before anything is printed or computed.
     validate(width, height, maxiter, xmin, xmax, ymin, ymax, horizon_value, dtype)
-    compute = create_context(device, quiet=quiet)
-    plan = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter, xmin=xmin,
-                              xmax=xmax, ymin=ymin, ymax=ymax, horizon=horizon_value,
-                              dtype=dtype)
     want_smooth = image_path is not None
-    results = [plan.run(want_z=False, want_smooth=want_smooth) for _ in range(repeat)]
+    from ..mpi import mpi_world
+
+    world = mpi_world()  # None without MPI or in a world of one rank
+    if world is not None:  # several ranks: each renders bands of rows, rank 0 gathers them
+        from ..mpi import mandelbrot_distributed
+
+        compute, plan, results = mandelbrot_distributed(
+            world, device=device, quiet=quiet, repeat=repeat, want_smooth=want_smooth,
+            width=width, height=height, maxiter=maxiter, xmin=xmin, xmax=xmax, ymin=ymin,
+            ymax=ymax, horizon=horizon_value, dtype=dtype)
+        if results is None:  # not rank 0: rank 0 writes and prints
+            return
+    else:
+        compute = create_context(device, quiet=quiet)
+        plan = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter,
+                                  xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax,
+                                  horizon=horizon_value, dtype=dtype)
+        results = [plan.run(want_z=False, want_smooth=want_smooth) for _ in range(repeat)]
     result = results[-1]
     written = []
     render_seconds = 0.0
