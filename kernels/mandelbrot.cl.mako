@@ -8,10 +8,11 @@
   Parameters: dtype (float32/float64), vector_width (1: one pixel per work-item, branchy, for
   GPUs; 4/8/16: VW consecutive pixels of a row per work-item in OpenCL vectors, for CPUs),
   numpy_fma (compute Re(z*z) as fma(zr, zr, -zi*zi) like NumPy's SIMD complex64 square),
-  want_z, want_smooth (write those arrays; the counts are always written).
+  want_z, want_smooth (write those arrays; the counts are always written), unroll (vector
+  kernel: that many independent vectors per work-item, VW * unroll consecutive pixels).
   Work-item dimension 0 runs along x (the contiguous axis), dimension 1 along the rows of the
-  band.  Global size (round_up(ceil(width / VW), L0), round_up(rows, L1)).
-  x holds the abscissae padded to a multiple of VW; y the ordinates of the band's rows.
+  band.  Global size (round_up(ceil(width / (VW * unroll)), L0), round_up(rows, L1)).
+  x holds the abscissae padded to a multiple of VW * unroll; y the ordinates of the band's rows.
 </%doc>
 // Same rounding as NumPy: no contraction of a*b + c into fma unless written out.
 #pragma OPENCL FP_CONTRACT OFF
@@ -79,7 +80,7 @@ __kernel void mandelbrot(__global int *restrict counts,
                          const real_t high2,     // below low2 or above high2
                          const real_t log_horizon)
 {
-    const size_t j0 = get_global_id(0) * ${VW};
+    const size_t j0 = get_global_id(0) * ${VW * unroll};
     const size_t row = get_global_id(1);
     if (j0 >= (size_t)width || row >= (size_t)rows)
         return;
@@ -117,75 +118,91 @@ __kernel void mandelbrot(__global int *restrict counts,
     smooth_out[at] = s;
     % endif
 % else:
-    const ${real_v} cr = vload${VW}(0, x + j0);
+<% U = unroll %>
+    // ${U} independent vectors of ${VW} pixels: their iterations overlap (latency hiding).
     const ${real_v} ci = (${real_v})(y[row]);
-    ${real_v} zr = 0, zi = 0;
-    ${count_v} count = 0;
-    ${mask_v} active = (${mask_v})(-1);
+% for u in range(U):
+    const ${real_v} cr${u} = vload${VW}(${u}, x + j0);
+    ${real_v} zr${u} = 0, zi${u} = 0;
+    ${count_v} count${u} = 0;
+    ${mask_v} active${u} = (${mask_v})(-1);
+% endfor
     for (int n = 0; n < maxiter; ++n) {
-        const ${real_v} zi2 = zi * zi;
-        const ${real_v} m2 = VFMA(zr, zr, zi2);
-        ${mask_v} inside = m2 < low2;
-        if (lanes_any(active & ~inside))
-            inside |= (m2 <= high2) & (numpy_abs(zr, zi) < horizon);
-        active &= inside;
-        if (!lanes_any(active))
+% for u in range(U):
+        const ${real_v} zi2_${u} = zi${u} * zi${u};
+        const ${real_v} m2_${u} = VFMA(zr${u}, zr${u}, zi2_${u});
+        ${mask_v} inside${u} = m2_${u} < low2;
+        if (lanes_any(active${u} & ~inside${u}))
+            inside${u} |= (m2_${u} <= high2) & (numpy_abs(zr${u}, zi${u}) < horizon);
+        active${u} &= inside${u};
+% endfor
+        if (!lanes_any(${" | ".join(f"active{u}" for u in range(U))}))
             break;
-        count = ${to_count}(active) ? (${count_v})(n) : count;
+% for u in range(U):
+        count${u} = ${to_count}(active${u}) ? (${count_v})(n) : count${u};
     % if numpy_fma:
-        const ${real_v} sq_re = VFMA(zr, zr, -zi2);
+        const ${real_v} sq_re${u} = VFMA(zr${u}, zr${u}, -zi2_${u});
     % else:
-        const ${real_v} sq_re = zr * zr - zi2;
+        const ${real_v} sq_re${u} = zr${u} * zr${u} - zi2_${u};
     % endif
-        const ${real_v} sq_im = zr * zi + zi * zr;
-        zr = active ? sq_re + cr : zr;
-        zi = active ? sq_im + ci : zi;
+        const ${real_v} sq_im${u} = zr${u} * zi${u} + zi${u} * zr${u};
+        zr${u} = active${u} ? sq_re${u} + cr${u} : zr${u};
+        zi${u} = active${u} ? sq_im${u} + ci : zi${u};
+% endfor
     }
-    count = (count == (${count_v})(maxiter - 1)) ? (${count_v})0 : count;
+% for u in range(U):
+    {
+        const size_t j = j0 + ${u * VW};
+        const size_t at = row * (size_t)width + j;
+        const ${real_v} zr = zr${u}, zi = zi${u};
+        ${count_v} count = count${u};
+        count = (count == (${count_v})(maxiter - 1)) ? (${count_v})0 : count;
     % if want_smooth:
-    ${real_v} s = convert_${real_v}(count + 1) - log(log(numpy_abs(zr, zi))) / ${ln2}
-                   + log_horizon;
-    s = isnan(s) ? (${real_v})0 : s;
-    s = isinf(s) ? copysign((${real_v})${real_max}, s) : s;
+        ${real_v} s = convert_${real_v}(count + 1) - log(log(numpy_abs(zr, zi))) / ${ln2}
+                       + log_horizon;
+        s = isnan(s) ? (${real_v})0 : s;
+        s = isinf(s) ? copysign((${real_v})${real_max}, s) : s;
     % endif
-    if (j0 + ${VW} <= (size_t)width) {
-        vstore${VW}(count, 0, counts + at);
+        if (j + ${VW} <= (size_t)width) {
+            vstore${VW}(count, 0, counts + at);
     % if want_z:
-        // Interleave (re, im) pairs like complex numbers.
-        real_t re_[${VW}], im_[${VW}];
-        vstore${VW}(zr, 0, re_);
-        vstore${VW}(zi, 0, im_);
-        for (int k = 0; k < ${VW}; ++k) {
-            z_out[2 * (at + k)] = re_[k];
-            z_out[2 * (at + k) + 1] = im_[k];
-        }
+            // Interleave (re, im) pairs like complex numbers.
+            real_t re_[${VW}], im_[${VW}];
+            vstore${VW}(zr, 0, re_);
+            vstore${VW}(zi, 0, im_);
+            for (int k = 0; k < ${VW}; ++k) {
+                z_out[2 * (at + k)] = re_[k];
+                z_out[2 * (at + k) + 1] = im_[k];
+            }
     % endif
     % if want_smooth:
-        vstore${VW}(s, 0, smooth_out + at);
+            vstore${VW}(s, 0, smooth_out + at);
     % endif
-    } else {
-        // The last work-item of a row whose width is not a multiple of ${VW}.
-        int count_[${VW}];
-        vstore${VW}(count, 0, count_);
+        } else if (j < (size_t)width) {
+            // The end of a row whose width is not a multiple of ${VW * U}.
+            int count_[${VW}];
+            vstore${VW}(count, 0, count_);
     % if want_z:
-        real_t re_[${VW}], im_[${VW}];
-        vstore${VW}(zr, 0, re_);
-        vstore${VW}(zi, 0, im_);
+            real_t re_[${VW}], im_[${VW}];
+            vstore${VW}(zr, 0, re_);
+            vstore${VW}(zi, 0, im_);
     % endif
     % if want_smooth:
-        real_t s_[${VW}];
-        vstore${VW}(s, 0, s_);
+            real_t s_[${VW}];
+            vstore${VW}(s, 0, s_);
     % endif
-        for (size_t k = 0; j0 + k < (size_t)width; ++k) {
-            counts[at + k] = count_[k];
+            for (size_t k = 0; j + k < (size_t)width; ++k) {
+                counts[at + k] = count_[k];
     % if want_z:
-            z_out[2 * (at + k)] = re_[k];
-            z_out[2 * (at + k) + 1] = im_[k];
+                z_out[2 * (at + k)] = re_[k];
+                z_out[2 * (at + k) + 1] = im_[k];
     % endif
     % if want_smooth:
-            smooth_out[at + k] = s_[k];
+                smooth_out[at + k] = s_[k];
     % endif
+            }
         }
     }
+% endfor
 % endif
 }

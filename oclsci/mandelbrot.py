@@ -34,6 +34,9 @@ DEFAULTS = {
     "xmin": -2.25, "xmax": 0.75, "ymin": -1.25, "ymax": 1.25, "horizon": 2.0**40,
 }
 
+# Independent pixel vectors per work-item in the vector (CPU) kernel.
+DEFAULT_UNROLL = 4
+
 # Work-group shape of the one-pixel-per-work-item kernel (GPUs): 32 x 8 = 256 work-items.
 GPU_LOCAL_SIZE = (32, 8)
 
@@ -177,7 +180,7 @@ class MandelbrotRenderer:
                  maxiter: int = 400, xmin: float = -2.25, xmax: float = 0.75,
                  ymin: float = -1.25, ymax: float = 1.25, horizon: Any = 2.0**40,
                  dtype: Any = np.float32, rows: tuple[int, int] | None = None,
-                 vector_width: int | None = None):
+                 vector_width: int | None = None, unroll: int | None = None):
         self.params = validate(width, height, maxiter, xmin, xmax, ymin, ymax, horizon, dtype,
                                rows)
         self.compute = compute
@@ -189,6 +192,10 @@ class MandelbrotRenderer:
         if vw not in (1, 2, 4, 8):
             raise InputError(f"vector_width must be 1, 2, 4 or 8, got {vw}")
         self.vector_width = vw
+        self.unroll = 1 if vw == 1 else (DEFAULT_UNROLL if unroll is None else int(unroll))
+        if self.unroll not in range(1, 9):
+            raise InputError(f"unroll must be from 1 to 8, got {unroll}")
+        per_item = vw * self.unroll
         pixels = self.width * self.row_count
         itemsize = self.dtype.itemsize
         compute.check_allocation(pixels * (4 + 3 * itemsize),
@@ -197,7 +204,7 @@ class MandelbrotRenderer:
         x, y = coordinates(self.params["xmin"], self.params["xmax"], self.params["ymin"],
                            self.params["ymax"], self.width, self.params["height"], self.dtype)
         y = np.ascontiguousarray(y[self.first_row:self.first_row + self.row_count])
-        padded = -(-self.width // vw) * vw
+        padded = -(-self.width // per_item) * per_item
         x = np.concatenate([x, np.full(padded - self.width, x[-1], dtype=self.dtype)])
         flags = cl.mem_flags
         ctx = compute.context
@@ -221,7 +228,7 @@ class MandelbrotRenderer:
             self.dtype.type(high2) if high2 <= float(info.max) else self.dtype.type(np.inf),
             self.dtype.type(log_horizon_of(horizon)),
         )
-        items = -(-self.width // vw)
+        items = -(-self.width // per_item)
         if vw == 1:
             local = GPU_LOCAL_SIZE
             self.local_size: tuple[int, int] | None = local
@@ -240,7 +247,7 @@ class MandelbrotRenderer:
         """The memoised kernel for these outputs (arguments set by :meth:`enqueue`)."""
         return programs.get_kernel(
             self.compute, "mandelbrot", dtype=self.dtype, vector_width=self.vector_width,
-            numpy_fma=True, want_z=bool(want_z),
+            numpy_fma=True, unroll=self.unroll, want_z=bool(want_z),
             want_smooth=bool(want_smooth))
 
     def enqueue(self, want_z: bool = False, want_smooth: bool = True) -> Any:
@@ -308,7 +315,7 @@ def mandelbrot(width: int = 1500, height: int = 1250, maxiter: int = 400,
                horizon: Any = 2.0**40, dtype: Any = np.float32, device: Any = None, *,
                rows: tuple[int, int] | None = None, return_z: bool = False,
                return_smooth: bool = True, quiet: bool = True,
-               vector_width: int | None = None) -> MandelbrotResult:
+               vector_width: int | None = None, unroll: int | None = None) -> MandelbrotResult:
     """Escape counts of the Mandelbrot set on ``device`` (a SPEC, a ComputeContext or None).
 
     Defaults are the seed's case. ``rows=(first_row, row_count)`` computes only that band of
@@ -319,7 +326,8 @@ def mandelbrot(width: int = 1500, height: int = 1250, maxiter: int = 400,
     compute = as_compute_context(device, quiet=quiet)
     renderer = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter,
                                   xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax, horizon=horizon,
-                                  dtype=dtype, rows=rows, vector_width=vector_width)
+                                  dtype=dtype, rows=rows, vector_width=vector_width,
+                                  unroll=unroll)
     return renderer.run(want_z=return_z, want_smooth=return_smooth)
 
 
