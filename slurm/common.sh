@@ -13,7 +13,7 @@
 #   OCLSCI_INPUT, OCLSCI_OUTPUT, OCLSCI_ITERATIONS, OCLSCI_DEVICE, OCLSCI_ARGS
 #   OCLSCI_CHECKPOINT, OCLSCI_CHECKPOINT_EVERY, OCLSCI_RESUME
 #   OCLSCI_RESUBMIT=yes|no, OCLSCI_MAX_RESUBMITS   (jacobi scripts: continue after a checkpoint)
-#   OCLSCI_MPI, OCLSCI_SRUN_ARGS  srun --mpi=OCLSCI_MPI, more srun options (how steps start)
+#   OCLSCI_SRUN_MPI, OCLSCI_SRUN_ARGS  srun --mpi=OCLSCI_SRUN_MPI, more srun options (how steps start)
 #
 # Every script works outside Slurm too (`bash slurm/jacobi.sbatch`): commands then run directly.
 
@@ -84,7 +84,7 @@ oclsci_launch() {
     local -a cmd
     if [ -n "${SLURM_JOB_ID:-}" ]; then
         # shellcheck disable=SC2206  # OCLSCI_SRUN_ARGS is a list of words on purpose
-        cmd=(srun ${OCLSCI_MPI:+--mpi="$OCLSCI_MPI"} "${srun_opts[@]}" ${OCLSCI_SRUN_ARGS:-}
+        cmd=(srun ${OCLSCI_SRUN_MPI:+--mpi="$OCLSCI_SRUN_MPI"} "${srun_opts[@]}" ${OCLSCI_SRUN_ARGS:-}
              "$OCLSCI_ROOT/slurm/task.sh" "$@")
     else
         cmd=("$OCLSCI_ROOT/slurm/task.sh" "$@")
