@@ -9,6 +9,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .device import ComputeContext, create_context, list_devices  # noqa: E402
+from .elementwise import ElementwiseKernel  # noqa: E402
 from .errors import (  # noqa: E402
     DeviceError,
     InputError,
@@ -17,6 +18,10 @@ from .errors import (  # noqa: E402
     NoPlatformError,
     OclsciError,
 )
+
+# Not re-exported: the function oclsci.mandelbrot.mandelbrot, whose name would hide the module.
+from .mandelbrot import MandelbrotRenderer, MandelbrotResult  # noqa: E402
+from .mandelbrot_reference import mandelbrot_numpy  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -29,4 +34,8 @@ __all__ = [
     "KernelBuildError",
     "NoPlatformError",
     "OclsciError",
+    "ElementwiseKernel",
+    "MandelbrotRenderer",
+    "MandelbrotResult",
+    "mandelbrot_numpy",
 ]

@@ -182,9 +182,9 @@ class ElementwiseKernel:
             per_item=self.per_item if per_item is None else per_item)
 
     def __repr__(self) -> str:
-        return (f"ElementwiseKernel({', '.join(f'{p.type_name} {p.name}' for p in self.in_params)!r}"
-                f", {', '.join(f'{p.type_name} {p.name}' for p in self.out_params)!r}, "
-                f"{self.operation!r}, {self.name!r})")
+        ins = ", ".join(f"{p.type_name} {p.name}" for p in self.in_params)
+        outs = ", ".join(f"{p.type_name} {p.name}" for p in self.out_params)
+        return f"ElementwiseKernel({ins!r}, {outs!r}, {self.operation!r}, {self.name!r})"
 
     # -- argument resolution -------------------------------------------------------------
 
@@ -247,9 +247,10 @@ class ElementwiseKernel:
         n_in, n_extra = len(self.in_params), len(self.extra_outputs)
         if len(args) not in (n_in, n_in + n_extra):
             raise InputError(f"{self._usage()}; got {len(args)} argument(s)")
-        resolved = [self._classify(p, v, False) for p, v in zip(self.in_params, args)]
+        resolved = [self._classify(p, v, False)
+                    for p, v in zip(self.in_params, args[:n_in], strict=True)]
         given_outputs = [self._classify(p, v, True)
-                         for p, v in zip(self.extra_outputs, args[n_in:])]
+                         for p, v in zip(self.extra_outputs, args[n_in:], strict=False)]
         everything = resolved + given_outputs
         for arg in resolved:
             if arg.kind == "scalar" and any(p.name == arg.param.name for p in self.inplace):
@@ -306,12 +307,12 @@ class ElementwiseKernel:
              on_device: bool) -> Any:
         queue = compute.queue
         by_name = {a.param.name: a for a in inputs}
-        out_dtype_of = {p.name: d for p, d in zip(self.out_params, out_dtypes)}
+        out_dtype_of = {p.name: d for p, d in zip(self.out_params, out_dtypes, strict=True)}
         # Outputs: given, in place (the input itself), or allocated.
         outputs: dict[str, _Arg] = {}
         for p in self.inplace:
             outputs[p.name] = by_name[p.name]
-        for p, arg in zip(self.extra_outputs, given):
+        for p, arg in zip(self.extra_outputs, given, strict=False):
             outputs[p.name] = arg
         for p in self.extra_outputs:
             if p.name not in outputs:

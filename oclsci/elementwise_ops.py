@@ -11,8 +11,9 @@ Every function takes NumPy arrays (copied in and out) or ``pyopencl.array.Array`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

@@ -321,7 +321,9 @@ def mandelbrot(width: int = 1500, height: int = 1250, maxiter: int = 400,
     Defaults are the seed's case. ``rows=(first_row, row_count)`` computes only that band of
     the ``height`` rows (see :func:`row_band`). ``return_z`` also copies back the final z,
     ``return_smooth`` the smooth count. The counts are always returned (int32, the seed's
-    values). ``horizon`` may be a number or a string such as ``"2**40"``.
+    values). ``horizon`` may be a number or a string such as ``"2**40"``. ``vector_width``
+    (pixels per OpenCL vector) and ``unroll`` (vectors per work-item) override the kernel shape
+    chosen for the device (1 on GPUs; 8 or 4, times 4, on CPUs).
     """
     compute = as_compute_context(device, quiet=quiet)
     renderer = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter,

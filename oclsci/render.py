@@ -15,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ def hot_colormap(values: np.ndarray) -> np.ndarray:
     table_x = np.linspace(0.0, 1.0, _LUT_SIZE)
     rgb = np.empty(x.shape + (3,))
     for k, channel in enumerate(("red", "green", "blue")):
-        xs, ys = zip(*_HOT[channel])
+        xs, ys = zip(*_HOT[channel], strict=False)
         rgb[..., k] = np.interp(table_x, xs, ys)[index]
     return rgb
 

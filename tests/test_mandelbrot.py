@@ -84,8 +84,8 @@ def test_renderer_times_repeated_runs(any_compute):
     assert result.timings.total_seconds >= result.timings.kernel_seconds > 0
 
 
-@pytest.mark.parametrize("text, value", [("2**40", 2.0**40), ("1e12", 1e12), (" 2.0 ** 10 ", 1024.0),
-                                         (4, 4.0)])
+@pytest.mark.parametrize("text, value", [("2**40", 2.0**40), ("1e12", 1e12),
+                                         (" 2.0 ** 10 ", 1024.0), (4, 4.0)])
 def test_parse_horizon(text, value):
     assert parse_horizon(text) == value
 
