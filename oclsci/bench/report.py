@@ -84,6 +84,17 @@ def _check_cell(result: dict) -> str:
     return f"**ERROR** ({message})"
 
 
+def _spread(result: dict) -> str:
+    """How many timed runs, and (max - min) / median of their wall times."""
+    samples = result["wall_seconds_samples"]
+    if not samples:
+        return "—"
+    median = result["wall_seconds"] or 0
+    if len(samples) == 1 or median <= 0:
+        return str(len(samples))
+    return f"{len(samples)} ({100 * (max(samples) - min(samples)) / median:.0f}%)"
+
+
 def _how(result: dict, case: dict) -> str:
     """How a result was timed and checked, when it is not the plain case."""
     unit = case["iteration_unit"]
@@ -101,7 +112,8 @@ def case_table(case: dict, level: int = 3) -> str:
     """The Markdown table of one case (a heading of ``level``), notes and descriptions."""
     unit = case["iteration_unit"]
     prefix, scale = _prefix([r["throughput"] or 0 for r in case["results"]])
-    header = ["variant", "check", "wall s", "device s", "speed-up vs NumPy", f"µs/{unit}",
+    header = ["variant", "check", "wall s", "runs (spread)", "device s", "speed-up vs NumPy",
+              f"µs/{unit}",
               f"{prefix} {case['throughput_unit']}".strip(), "GB/s", "% of copy BW"]
     rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     marked = False
@@ -112,7 +124,7 @@ def case_table(case: dict, level: int = 3) -> str:
             marked = True
         throughput = None if result["throughput"] is None else result["throughput"] / scale
         speedup = result["speedup_vs_numpy"]
-        cells = [f"`{result['variant']}`", _check_cell(result), wall,
+        cells = [f"`{result['variant']}`", _check_cell(result), wall, _spread(result),
                  number(result["device_seconds"]),
                  "—" if speedup is None else f"{number(speedup)}x",
                  number(result["us_per_iteration"]), number(throughput),
@@ -156,7 +168,8 @@ def to_markdown(report: dict, level: int = 2) -> str:
         + (" (--quick: smaller problems)" if settings["quick"] else ""),
         "",
         "Wall: host clock from the first enqueue to `queue.finish()` (set-up, build and "
-        "transfers excluded). Device: OpenCL profiling events. Speed-up: NumPy's wall time "
+        "transfers excluded); median of the runs, whose spread is (max - min) / median. "
+        "Device: OpenCL profiling events. Speed-up: NumPy's wall time "
         "over the variant's. µs per iteration, throughput, GB/s (minimum bytes a variant "
         "must move) and % of copy bandwidth: from device time where there is one. A variant "
         "whose result differs from NumPy's is marked FAILED and gets no figures but its times.",
