@@ -132,10 +132,12 @@ class Progress:
         self.stream = stream or sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.shown = False
+        self.start = time.perf_counter()
 
     def __call__(self, text: str) -> None:
         if self.enabled:
-            self.stream.write("\r\033[K" + text[:150])
+            elapsed = time.perf_counter() - self.start
+            self.stream.write(f"\r\033[K[{elapsed:5.0f} s] " + text[:140])
             self.stream.flush()
             self.shown = True
 
