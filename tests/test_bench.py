@@ -192,9 +192,11 @@ def test_faulty_environment_variable_marks_failure(tmp_path):
     (["--json", "/no/such/folder/b.json"], ["does not exist"]),
     (["--json", "out.txt"], ["unknown output type"]),
     (["--markdown", "/no/such/folder/b.md"], ["does not exist"]),
+    (["--repeat", "abc"], ["--repeat"]),
+    (["--device", "no-such-device"], ["device SPEC 'no-such-device'"]),
 ])
 def test_bad_input_is_one_line(args, fragments, tmp_path):
-    result = oclsci("bench", *args, "--quick", "--device", DEVICE, cwd=tmp_path)
+    result = oclsci("bench", "--quick", "--device", DEVICE, *args, cwd=tmp_path)
     assert_one_line_error(result, *fragments)
     assert not list(tmp_path.iterdir())
 
@@ -283,3 +285,18 @@ def test_compare_script_puts_reports_side_by_side(quick_run, tmp_path):
     assert result.returncode == 0, result.stderr
     assert "### Jacobi 400x266" in result.stdout and "| FAILED |" in result.stdout
     assert "other (" in result.stdout
+
+
+def test_sigterm_leaves_no_output(tmp_path):
+    import signal
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "oclsci", "bench", "jacobi", "--device", DEVICE, "--json",
+         str(tmp_path / "b.json"), "--markdown", str(tmp_path / "b.md")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert "stopped by SIGTERM" in stderr
+    assert not list(tmp_path.iterdir())
