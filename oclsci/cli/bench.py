@@ -48,7 +48,8 @@ def bench_command(workloads, device, quick, repeat, json_path, markdown_path, pl
     the device), mandelbrot (1500x1250, 400 iterations), elementwise (axpy); default all.
     Each result is checked against NumPy's: a wrong one is marked FAILED, gets no speed-up,
     and makes the command exit with status 1 once the outputs are written. The tables go to
-    standard output; progress goes to standard error on a terminal.
+    standard output; progress goes to standard error on a terminal. How to read them, and
+    the JSON schema: docs/benchmarks.md.
     """
     from ..bench import failures, parse_workloads, run_bench
     from ..bench.core import Progress
