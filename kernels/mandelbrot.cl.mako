@@ -62,10 +62,16 @@ inline int lanes_any(${mask_v} mask)
         lines.append(f"const {mask_scalar}{width} m{width} = {expr}.lo | {expr}.hi;")
         expr = f"m{width}"
 %>
+% if VW == 16:
+    // 16 lanes: the builtin (PoCL does not compile this width usefully anyway, and Oclgrind
+    // reports the .lo/.hi reduction of 16-wide vectors as reading uninitialised lanes).
+    return any(mask);
+% else:
 % for line in lines:
     ${line}
 % endfor
     return (${expr}.x | ${expr}.y) < 0;
+% endif
 }
 
 % endif

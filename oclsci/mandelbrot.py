@@ -34,6 +34,9 @@ DEFAULTS = {
     "xmin": -2.25, "xmax": 0.75, "ymin": -1.25, "ymax": 1.25, "horizon": 2.0**40,
 }
 
+# The widest vectors used on CPU devices (wider requests are narrowed to these).
+CPU_MAX_VECTOR_WIDTH = {"float32": 8, "float64": 4}
+
 # Independent pixel vectors per work-item in the vector (CPU) kernel.
 DEFAULT_UNROLL = 4
 
@@ -164,10 +167,9 @@ def default_vector_width(compute: ComputeContext, dtype: np.dtype) -> int:
                         else compute.device.preferred_vector_width_double)
     except cl.Error:
         preferred = 0
-    # Wider vectors make PoCL's kernel compiler take minutes (float16) or fail (double8).
     if dtype == np.float32:
-        return min(max(preferred, 4), 8)
-    return min(max(preferred, 2), 4)
+        return min(max(preferred, 4), CPU_MAX_VECTOR_WIDTH["float32"])
+    return min(max(preferred, 2), CPU_MAX_VECTOR_WIDTH["float64"])
 
 
 class MandelbrotRenderer:
@@ -189,8 +191,11 @@ class MandelbrotRenderer:
         self.first_row, self.row_count = self.params["rows"]
         self.maxiter = self.params["maxiter"]
         vw = default_vector_width(compute, self.dtype) if vector_width is None else vector_width
-        if vw not in (1, 2, 4, 8):
-            raise InputError(f"vector_width must be 1, 2, 4 or 8, got {vw}")
+        if vw not in (1, 2, 4, 8, 16):
+            raise InputError(f"vector_width must be 1, 2, 4, 8 or 16, got {vw}")
+        if compute.is_cpu:
+            # PoCL takes minutes over, or fails to build, float16 and double8 kernels.
+            vw = min(vw, CPU_MAX_VECTOR_WIDTH[self.dtype.name])
         self.vector_width = vw
         self.unroll = 1 if vw == 1 else (DEFAULT_UNROLL if unroll is None else int(unroll))
         if self.unroll not in range(1, 9):
@@ -323,7 +328,8 @@ def mandelbrot(width: int = 1500, height: int = 1250, maxiter: int = 400,
     ``return_smooth`` the smooth count. The counts are always returned (int32, the seed's
     values). ``horizon`` may be a number or a string such as ``"2**40"``. ``vector_width``
     (pixels per OpenCL vector) and ``unroll`` (vectors per work-item) override the kernel shape
-    chosen for the device (1 on GPUs; 8 or 4, times 4, on CPUs).
+    chosen for the device (1 on GPUs; 8 or 4, times 4, on CPUs; on CPUs widths above 8 for
+    float32 and 4 for float64 are narrowed to those).
     """
     compute = as_compute_context(device, quiet=quiet)
     renderer = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter,
