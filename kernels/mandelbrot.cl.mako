@@ -107,7 +107,8 @@ __kernel void mandelbrot(__global int *restrict counts,
     % else:
         const real_t sq_re = zr * zr - zi2;
     % endif
-        const real_t sq_im = zr * zi + zi * zr;
+        // = zr*zi + zi*zr (NumPy) exactly, and immune to fma contraction.
+        const real_t sq_im = 2 * (zr * zi);
         zr = sq_re + cr;
         zi = sq_im + ci;
     }
@@ -151,7 +152,7 @@ __kernel void mandelbrot(__global int *restrict counts,
     % else:
         const ${real_v} sq_re${u} = zr${u} * zr${u} - zi2_${u};
     % endif
-        const ${real_v} sq_im${u} = zr${u} * zi${u} + zi${u} * zr${u};
+        const ${real_v} sq_im${u} = 2 * (zr${u} * zi${u});  // = zr*zi + zi*zr
         zr${u} = active${u} ? sq_re${u} + cr${u} : zr${u};
         zi${u} = active${u} ? sq_im${u} + ci : zi${u};
 % endfor
