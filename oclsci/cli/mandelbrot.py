@@ -104,8 +104,8 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     wall = statistics.median(r.timings.wall_seconds for r in results)
     median_note = f" (median of {repeat})" if repeat > 1 else ""
     click.echo(f"mandelbrot: {width}x{height}, maxiter {maxiter}, horizon {horizon_value:g}, "
-               f"{dtype} on {compute.spec} {compute.name} ({plan.vector_width} pixel(s) per "
-               "work-item)")
+               f"{dtype} on {compute.spec} {compute.name} "
+               f"({plan.vector_width * plan.unroll} pixel(s) per work-item)")
     click.echo(f"  kernel {kernel * 1e3:.3f} ms, with copy back {total * 1e3:.3f} ms "
                f"({result.timings.source}){median_note}; wall {wall * 1e3:.1f} ms")
     if written:
