@@ -198,9 +198,10 @@ def exactness_configs(compute) -> list[KernelConfig]:
                                       "workers": 64})]
     for name in ("coalesced", "blocked", "temporal"):
         for dtype in (np.float32, np.float64):
-            config = device_default(compute, name, dtype, shape)
-            if config not in configs:
-                configs.append(config)
+            for size in (shape, (16384, 16384)):
+                config = device_default(compute, name, dtype, size)
+                if config not in configs:
+                    configs.append(config)
     return configs
 
 
@@ -340,6 +341,49 @@ __kernel void incr(__global float *newBuff, __global const float *buff, __global
     return time.perf_counter() - start
 
 
+def tune_cli(size: str, dtype: str, budget: float, kernels: tuple[str, ...]) -> dict:
+    """`oclsci tune` itself, as a user runs it (the cache is $OCLSCI_TUNE_CACHE)."""
+    command = [sys.executable, "-m", "oclsci", "tune", "--size", size, "--dtype", dtype,
+               "--budget", str(budget)] + [f"--kernel={k}" for k in kernels]
+    start = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True, timeout=budget * 4 + 120)
+    log("$ oclsci tune " + " ".join(command[4:]))
+    for line in result.stdout.strip().splitlines():
+        log("  " + line)
+    if result.returncode:
+        log("  stderr: " + result.stderr[-2000:])
+    return {"command": " ".join(["oclsci"] + command[3:]), "returncode": result.returncode,
+            "stdout": result.stdout, "seconds": time.perf_counter() - start}
+
+
+def queue_experiment(compute, iterations: int) -> dict:
+    """The tuned small-grid kernel on a queue without profiling, beside the usual one."""
+    rhs = laplacian(builtin_picture()).astype(np.float32)
+    config = cached_config(compute, np.float32, rhs.shape) or device_default(
+        compute, "temporal", np.float32, rhs.shape)
+    out = {"config": config.describe()}
+    profiling_queue = compute.queue
+    try:
+        for label, queue in (("profiling", profiling_queue),
+                             ("plain", cl.CommandQueue(compute.context)),
+                             ("profiling_again", profiling_queue)):
+            compute.queue = queue
+            solver = JacobiSolver(compute, rhs, config=config)
+            solver.advance(iterations // 10)
+            queue.finish()
+            walls = []
+            for _ in range(3):
+                start = time.perf_counter()
+                solver.advance(iterations)
+                queue.finish()
+                walls.append(time.perf_counter() - start)
+            out[label + "_wall_s"] = min(walls)
+            log(f"queue experiment {label}: {min(walls):.4f} s for {iterations} steps")
+    finally:
+        compute.queue = profiling_queue
+    return out
+
+
 def timed_run(compute, rhs, dtype, config, iterations, repeats=3) -> dict:
     """Fresh solver, `run` for the iterations, best of repeats; result of the last run."""
     walls, devices = [], []
@@ -424,6 +468,10 @@ def large_case(compute, size: int, iterations: int, bw: dict) -> dict:
                    or device_default(compute, "coalesced", dtype, rhs.shape),
                    "temporal": cached_config(compute, dtype, rhs.shape, "temporal")
                    or device_default(compute, "temporal", dtype, rhs.shape)}
+        for label in ("coalesced", "temporal"):
+            default = device_default(compute, label, dtype, rhs.shape)
+            if default != configs[label]:
+                configs[label + "_default"] = default
         solvers = {}
         for label, config in configs.items():
             solver = JacobiSolver(compute, rhs, dtype=dtype, config=config)
@@ -451,6 +499,8 @@ def large_case(compute, size: int, iterations: int, bw: dict) -> dict:
             log(f"{size}^2 {name} {label}: {config.describe()}: {best:.4f} s events, "
                 f"{rate / 1e9:.1f} G cell updates/s = {rate / bound:.2f} x streaming bound "
                 f"({bound / 1e9:.0f} G/s)")
+        for label in [k for k in solvers if k.endswith("_default")]:
+            del solvers[label]
         compare = _DeviceCompare(solvers["coalesced"])
         differ = compare.differences(solvers["coalesced"].x_buffer, solvers["temporal"].x_buffer)
         out[f"temporal_vs_coalesced_differences_{name}"] = differ
@@ -484,9 +534,8 @@ def build_logs(compute) -> dict:
     for dtype in (np.float32, np.float64):
         for shape in ((266, 400), (16384, 16384)):
             for kernel in ("temporal", "coalesced"):
-                config = cached_config(compute, dtype, shape, kernel)
-                if config is None:
-                    continue
+                config = cached_config(compute, dtype, shape, kernel) or device_default(
+                    compute, kernel, dtype, shape)
                 source = programs.render(f"jacobi_{kernel}",
                                          **dict(config.template_params(), dtype=np.dtype(dtype)))
                 try:
@@ -553,12 +602,17 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=16384)
     parser.add_argument("--large-iterations", type=int, default=1000)
     parser.add_argument("--skip", default="", help="comma-separated sections to skip")
+    parser.add_argument("--defaults", action="store_true",
+                        help="no tuning, no cache: time the defaults that --kernel auto uses")
     args = parser.parse_args()
     OUT = Path(args.out)
     OUT.mkdir(parents=True, exist_ok=True)
     LOG = open(OUT / "log.txt", "a")
-    os.environ["OCLSCI_TUNE_CACHE"] = str(OUT / "tuning.json")
+    os.environ["OCLSCI_TUNE_CACHE"] = "off" if args.defaults else str(OUT / "tuning.json")
     skip = set(filter(None, args.skip.split(",")))
+    if args.defaults:
+        skip |= {"tune_cli_small_float32", "tune_small_float64", "tune_large_float32",
+                 "tune_large_float64"}
     compute = oclsci.create_context()
     RESULTS["device"] = device_facts(compute)
     log(f"device: {RESULTS['device']}")
@@ -577,19 +631,20 @@ def main() -> None:
     run_section("launch", launch_cost, compute)
     run_section("exactness", exactness, compute, [])
     small, large = (266, 400), (args.large, args.large)
-    run_section("tune_small_float32", tuning, compute, small, np.float32, 40 * scale,
+    run_section("tune_cli_small_float32", tune_cli, "266x400", "float32", 40 * scale,
                 ("temporal", "coalesced", "blocked"))
     run_section("tune_small_float64", tuning, compute, small, np.float64, 20 * scale,
                 ("temporal", "coalesced"))
     run_section("tune_large_float32", tuning, compute, large, np.float32, 45 * scale,
                 ("temporal", "coalesced"))
-    run_section("tune_large_float64", tuning, compute, large, np.float64, 25 * scale,
+    run_section("tune_large_float64", tuning, compute, large, np.float64, 35 * scale,
                 ("temporal", "coalesced"))
     run_section("seed_case", seed_case, compute, args.iterations, deadline=d + 40)
     if bw:
         run_section("large", large_case, compute, args.large, args.large_iterations, bw,
                     deadline=d + 50)
     run_section("large_numpy_check", large_numpy_check, compute, deadline=d + 60)
+    run_section("queue_experiment", queue_experiment, compute, args.iterations, deadline=d + 60)
     run_section("build_logs", build_logs, compute, deadline=d + 60)
     summary()
     save()

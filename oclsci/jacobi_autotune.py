@@ -188,7 +188,7 @@ def _bands_candidates(shape, dtype, facts) -> list[KernelConfig]:
     m, n = shape
     cus = facts["cus"]
     found = []
-    widths = [0] if n <= 4096 else [512, 1024, 2048]
+    widths = [0] if n <= 1024 else [256, 512, 1024, 0]
     for steps, band_w, bands_per_worker in itertools.product(
             (1, 2, 4, 8, 16, 32), widths, (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)):
         tiles_h = cus * bands_per_worker

@@ -254,7 +254,7 @@ def _bands_default(shape: tuple[int, int], dtype: Any, compute_units: int,
     """Bands sized so that a work-item's two scratch halves stay in its core's cache."""
     m, n = shape
     steps = 8
-    band_w = n if n <= 4096 else 1024
+    band_w = n if n <= 1024 else 512
     elements = cache_bytes // np.dtype(dtype).itemsize
     band_h_max = max(8, elements // (round_up(band_w + 2 * steps, 16)) // 2 - 2 * steps)
     # Equal bands, a multiple of the number of cores of them.
@@ -265,14 +265,14 @@ def _bands_default(shape: tuple[int, int], dtype: Any, compute_units: int,
 
 
 # Default temporal configurations (rows, cols, local_w, local_h, max_steps, buffers), by grid
-# size (more than 2^20 cells: large) and item size, from `oclsci tune` on an H100
-# (docs/performance.md); then smaller ones for devices with less local memory or smaller
-# work-groups.
+# size (more than 2^20 cells: large) and item size, from `oclsci tune` on an H100 and an H200
+# (docs/performance.md: within 1-3% of the best on both); then smaller ones for devices with
+# less local memory or smaller work-groups.
 TEMPORAL_DEFAULTS = {
     ("small", 4): [(2, 2, 32, 32, 16, 1), (4, 2, 32, 16, 16, 2)],
     ("small", 8): [(4, 2, 32, 16, 16, 1)],
-    ("large", 4): [(8, 4, 32, 16, 12, 1), (8, 4, 32, 8, 8, 2)],
-    ("large", 8): [(4, 2, 32, 8, 6, 2), (4, 2, 32, 16, 6, 1)],
+    ("large", 4): [(8, 4, 32, 8, 8, 2), (8, 4, 32, 16, 12, 1)],
+    ("large", 8): [(4, 2, 32, 8, 4, 2), (4, 2, 32, 16, 4, 1)],
 }
 TEMPORAL_FALLBACKS = [(4, 2, 32, 8, 8, 1), (4, 2, 16, 8, 4, 1), (2, 2, 16, 8, 4, 1),
                       (2, 2, 8, 8, 2, 1)]
@@ -288,10 +288,11 @@ def default_config(name: str, *, is_cpu: bool, dtype: Any = np.float32,
     if name == "coalesced":
         if is_cpu:
             return KernelConfig("coalesced", {"rows_per_item": 4})
-        # Tuned on an H100 for 16384^2 (oclsci tune): vectors of 8 bytes (float32) or 32.
+        # From `oclsci tune` for 16384^2 on an H100 and an H200 (docs/performance.md):
+        # within 1-2% of the best of either (float32); 16-byte vectors (float64).
         if itemsize == 4:
-            return KernelConfig("coalesced", {"rows_per_item": 2, "vector": 2}, (64, 2))
-        return KernelConfig("coalesced", {"rows_per_item": 2, "vector": 4}, (32, 16))
+            return KernelConfig("coalesced", {"rows_per_item": 4, "vector": 2}, (128, 4))
+        return KernelConfig("coalesced", {"rows_per_item": 2, "vector": 2}, (64, 8))
     if name == "blocked":
         if is_cpu:
             params = {"tile_w": 64, "tile_h": 32, "halo_width": 8, "local_w": 64, "local_h": 4}
