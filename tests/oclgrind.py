@@ -23,6 +23,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -213,7 +214,9 @@ class CaseOutcome:
     error: str | None = None
     reports: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     templates: list[str] = field(default_factory=list)
+    unsupported: str | None = None  # oclsci refused the configuration (the test skips)
 
     @property
     def clean(self) -> bool:
@@ -313,6 +316,8 @@ def run_cases(cases: list[dict], *, workers: int | None = None, timeout: float =
                 outcome.ran, outcome.ok = True, record["ok"]
                 outcome.error, outcome.reports = record["error"], record["reports"]
                 outcome.seconds, outcome.templates = record["seconds"], record["templates"]
+                outcome.cpu_seconds = record.get("cpu_seconds", 0.0)
+                outcome.unsupported = record.get("unsupported")
         if not saw_setup or returncode not in (0, 1):
             setup_reports.append(f"runner exited with status {returncode}; its stderr ends "
                                  f"with:\n{tail}")
@@ -331,9 +336,15 @@ SHAPES = ((1, 1), (5, 3), (17, 40))
 # Extra grids for tiled kernels with 16-wide tiles: exactly one tile, one tile plus one.
 TILE_SHAPES = ((16, 16), (17, 17))
 
+# Oclgrind's device limits (21.10): the configurations below fit them.
+OCLGRIND_LOCAL_MEM = 32 * 1024
+OCLGRIND_MAX_WORK_GROUP = 1024
+
 # The parameter space of each Jacobi kernel explored under Oclgrind: (params, local_size).
-# Every value of every parameter appears; local sizes larger than, equal to and smaller than
-# the tile; tiles that are not powers of two; halo widths from 1 to 8; rhs in local or global.
+# Corner cases: every parameter takes several values (test_every_jacobi_parameter_is_varied);
+# work-groups larger than, equal to and smaller than tiles; tiles that are not powers of two;
+# one step per launch up to 8; vectors wider than the grid; more workers than tiles. Each
+# kernel's default configurations (GPU and CPU) are added by :func:`jacobi_spaces`.
 JACOBI_SPACES: dict[str, list[tuple[dict, tuple[int, int] | None]]] = {
     "seed": [
         ({}, None),
@@ -341,10 +352,12 @@ JACOBI_SPACES: dict[str, list[tuple[dict, tuple[int, int] | None]]] = {
         ({}, (16, 1)),
     ],
     "coalesced": [
-        ({"rows_per_item": 1}, None),
-        ({"rows_per_item": 4}, (8, 2)),
-        ({"rows_per_item": 3}, (32, 1)),
-        ({"rows_per_item": 1}, (1, 1)),
+        ({"rows_per_item": 1, "vector": 1}, None),
+        ({"rows_per_item": 4, "vector": 1}, (8, 2)),
+        ({"rows_per_item": 3, "vector": 2}, (32, 1)),
+        ({"rows_per_item": 1, "vector": 4}, (1, 1)),
+        ({"rows_per_item": 2, "vector": 4}, None),
+        ({"rows_per_item": 5, "vector": 2}, (4, 4)),
     ],
     "blocked": [
         ({"tile_w": 16, "tile_h": 16, "halo_width": 1, "local_w": 16, "local_h": 4,
@@ -358,6 +371,25 @@ JACOBI_SPACES: dict[str, list[tuple[dict, tuple[int, int] | None]]] = {
         ({"tile_w": 16, "tile_h": 16, "halo_width": 8, "local_w": 16, "local_h": 16,
           "rhs_in_local": True}, None),
     ],
+    "temporal": [
+        ({"rows": 2, "cols": 2, "local_w": 4, "local_h": 4, "max_steps": 1, "buffers": 2},
+         None),
+        ({"rows": 1, "cols": 1, "local_w": 16, "local_h": 4, "max_steps": 1, "buffers": 1},
+         None),
+        ({"rows": 3, "cols": 2, "local_w": 8, "local_h": 2, "max_steps": 2, "buffers": 2},
+         None),
+        ({"rows": 4, "cols": 2, "local_w": 16, "local_h": 4, "max_steps": 4, "buffers": 1},
+         None),
+        ({"rows": 2, "cols": 4, "local_w": 8, "local_h": 16, "max_steps": 8, "buffers": 2},
+         None),
+    ],
+    "bands": [
+        ({"band_h": 1, "band_w": 0, "max_steps": 1, "workers": 1}, None),
+        ({"band_h": 3, "band_w": 5, "max_steps": 2, "workers": 2}, None),
+        ({"band_h": 7, "band_w": 16, "max_steps": 4, "workers": 3}, None),
+        ({"band_h": 2, "band_w": 0, "max_steps": 3, "workers": 64}, None),
+        ({"band_h": 16, "band_w": 1, "max_steps": 8, "workers": 2}, None),
+    ],
 }
 
 
@@ -366,68 +398,139 @@ def _case_id(*parts: Any) -> str:
 
 
 def _config_label(params: dict, local_size: Any) -> str:
-    short = {"rows_per_item": "r", "tile_w": "tw", "tile_h": "th", "halo_width": "h",
-             "local_w": "lw", "local_h": "lh", "rhs_in_local": "rl"}
+    short = {"rows_per_item": "r", "vector": "v", "tile_w": "tw", "tile_h": "th",
+             "halo_width": "h", "local_w": "lw", "local_h": "lh", "rhs_in_local": "rl",
+             "rows": "R", "cols": "C", "max_steps": "k", "buffers": "b", "band_h": "bh",
+             "band_w": "bw", "workers": "w"}
     label = ",".join(f"{short.get(k, k)}{int(v) if isinstance(v, bool) else v}"
                      for k, v in sorted(params.items()))
     if local_size:
-        label += (",") * bool(label) + "L" + "x".join(map(str, local_size))
+        label += "," * bool(label) + "L" + "x".join(map(str, local_size))
     return label or "default"
+
+
+def _steps_per_launch(name: str, params: dict) -> int:
+    from oclsci.jacobi_tuning import KernelConfig
+
+    return int(KernelConfig(name, dict(params)).steps_per_launch)
+
+
+def _fits_oclgrind(name: str, params: dict, local_size: Any, dtype: str = "float32") -> bool:
+    from oclsci.jacobi_tuning import KernelConfig
+
+    config = KernelConfig(name, dict(params), local_size)
+    if not hasattr(config, "validate"):
+        return True
+    try:
+        config.validate(max_work_group_size=OCLGRIND_MAX_WORK_GROUP,
+                        local_mem_bytes=OCLGRIND_LOCAL_MEM, dtype=dtype)
+    except Exception:  # noqa: BLE001 - InputError: does not fit
+        return False
+    return True
 
 
 def jacobi_spaces() -> dict[str, list[tuple[dict, Any]]]:
     """The configurations to check for every kernel in ``oclsci.jacobi.KERNEL_NAMES``.
 
-    Uses the tuner's parameter space when ``oclsci.jacobi_tuning`` exposes one, besides the
-    hand-picked corner cases of :data:`JACOBI_SPACES`; a kernel with neither gets its default
-    configuration (and ``test_every_jacobi_kernel_has_a_space`` fails until one is added).
+    The hand-picked corner cases of :data:`JACOBI_SPACES`, then the kernel's default
+    configurations for a GPU and for a CPU with Oclgrind's limits (what ``--kernel NAME``
+    runs without tuning); a kernel missing from JACOBI_SPACES gets only its defaults (and
+    ``test_every_jacobi_kernel_has_a_parameter_space`` fails until it is added).
     """
     from oclsci.jacobi import KERNEL_NAMES
     from oclsci.jacobi_tuning import default_config
 
     spaces: dict[str, list[tuple[dict, Any]]] = {}
     for name in KERNEL_NAMES:
-        configs = list(JACOBI_SPACES.get(name, []))
-        if not configs:
-            default = default_config(name, is_cpu=False, dtype="float32",
-                                     local_mem_bytes=32 * 1024)
-            configs = [(dict(default.params), default.local_size)]
+        configs = [entry for entry in JACOBI_SPACES.get(name, []) if _fits_oclgrind(name, *entry)]
+        for is_cpu in (False, True):
+            try:
+                default = default_config(name, is_cpu=is_cpu, dtype="float32",
+                                         local_mem_bytes=OCLGRIND_LOCAL_MEM)
+            except TypeError:  # an older signature
+                default = default_config(name, is_cpu=is_cpu, dtype="float32")
+            entry = (dict(default.params), default.local_size)
+            if entry not in configs and _fits_oclgrind(name, *entry):
+                configs.append(entry)
         spaces[name] = configs
     return spaces
 
 
+def simulated_work(name: str, params: dict, local_size: Any, shape: tuple[int, int],
+                   steps: int) -> int:
+    """A rough measure of what Oclgrind must simulate: cell updates of every work-item
+    (idle ones included) times steps; about 20 us of CPU each with all checks on."""
+    from oclsci.jacobi_tuning import KernelConfig
+
+    config = KernelConfig(name, dict(params), tuple(local_size) if local_size else None)
+    global_size, _ = config.launch_shape(*shape)
+    items = math.prod(global_size)
+    per_item = 1
+    if name == "coalesced":
+        per_item = int(params.get("rows_per_item", 1)) * int(params.get("vector", 1))
+    elif name == "blocked":
+        span = ((params["tile_w"] + 2 * params["halo_width"])
+                * (params["tile_h"] + 2 * params["halo_width"]))
+        per_item = -(-span // (params["local_w"] * params["local_h"]))
+    elif name == "temporal":
+        per_item = int(params["rows"]) * int(params["cols"]) + 4
+    elif name == "bands":
+        per_item = -(-(shape[0] * shape[1] * 3) // items)
+    return items * per_item * max(1, steps) + items
+
+
+# Simulated work allowed per configuration (see simulated_work): about 5 s of CPU.
+WORK_PER_CONFIG = 250_000
+
+
 def jacobi_cases() -> list[dict]:
-    """Each Jacobi kernel and configuration on each small grid, over several launches."""
+    """Each Jacobi kernel and configuration on small grids, over several launches.
+
+    Per configuration, in order of priority while the simulated work allows (the first two
+    always): the odd-sized grid over a full launch and a remainder launch (k + 1 steps, k the
+    steps per launch); one cell, one step; a grid smaller than most tiles over k + 1 steps;
+    the odd-sized grid over two full launches and a remainder; one tile plus one cell (for
+    16-wide tiles); double precision.
+    """
     cases = []
     for name, configs in jacobi_spaces().items():
         for params, local_size in configs:
-            halo = int(params.get("halo_width", 1)) if name == "blocked" else 1
-            tile = (params.get("tile_h"), params.get("tile_w"))
-            shapes = list(SHAPES) + (list(TILE_SHAPES) if tile == (16, 16) else [])
-            for shape in shapes:
-                # Step counts: one full launch, then (blocked) a remainder launch, several
-                # launches plus a remainder. Bigger grids get fewer variants to save time.
-                steps_list = [halo + 1] if halo > 1 else [3]
-                if shape == (17, 40) and halo > 1:
-                    steps_list = [1, halo, 2 * halo + 1]
-                for steps in steps_list:
-                    label = _config_label(params, local_size)
-                    cases.append({
-                        "id": _case_id("jacobi", name, label, f"{shape[0]}x{shape[1]}",
-                                       f"s{steps}", "float32"),
-                        "kind": "jacobi", "kernel": name, "params": params,
-                        "local_size": local_size, "shape": shape, "steps": steps,
-                        "dtype": "float32", "cost": shape[0] * shape[1] * steps,
-                    })
-            # Double precision once per configuration, on the odd-sized grid.
-            cases.append({
-                "id": _case_id("jacobi", name, _config_label(params, local_size), "17x40",
-                               f"s{halo + 1}", "float64"),
-                "kind": "jacobi", "kernel": name, "params": params, "local_size": local_size,
-                "shape": (17, 40), "steps": halo + 1, "dtype": "float64",
-                "cost": 17 * 40 * (halo + 1),
-            })
+            k = _steps_per_launch(name, params)
+            label = _config_label(params, local_size)
+            plan = [((17, 40), k + 1, "float32"), ((1, 1), 1, "float32"),
+                    ((5, 3), k + 1, "float32")]
+            if k > 1:
+                plan.append(((17, 40), 2 * k + 1, "float32"))
+            if 16 in (params.get("tile_w"), params.get("local_w")):
+                plan.append(((17, 17), k + 1, "float32"))
+            if _fits_oclgrind(name, params, local_size, "float64"):
+                plan.append(((5, 3), k + 1, "float64"))
+            spent = 0
+            for index, (shape, steps, dtype) in enumerate(plan):
+                work = simulated_work(name, params, local_size, shape, steps)
+                if index >= 2 and spent + work > WORK_PER_CONFIG:
+                    continue
+                spent += work
+                cases.append({
+                    "id": _case_id("jacobi", name, label, f"{shape[0]}x{shape[1]}",
+                                   f"s{steps}", dtype),
+                    "kind": "jacobi", "kernel": name, "params": params,
+                    "local_size": local_size, "shape": shape, "steps": steps, "dtype": dtype,
+                    "cost": work,
+                })
     return cases
+
+
+def compare_cases() -> list[dict]:
+    """The tuner's exactness check (``jacobi_compare``): counts differing cells atomically."""
+    from oclsci import programs
+
+    if "jacobi_compare" not in programs.template_names():
+        return []
+    return [{"id": _case_id("compare", dtype, f"{m}x{n}", f"items{items}"), "kind": "compare",
+             "dtype": dtype, "shape": (m, n), "items": items, "cost": m * n}
+            for dtype in ("float32", "float64")
+            for (m, n), items in (((1, 1), 1), ((5, 3), 7), ((17, 40), 64), ((17, 40), 1000))]
 
 
 def residual_cases() -> list[dict]:
@@ -451,6 +554,79 @@ def residual_cases() -> list[dict]:
         cases.append({"id": _case_id("residual", "solver", f"{shape[0]}x{shape[1]}"),
                       "kind": "residual_solver", "shape": shape, "dtype": "float32",
                       "cost": shape[0] * shape[1]})
+    return cases
+
+
+def _importable(module: str, attribute: str) -> bool:
+    import importlib
+
+    try:
+        return hasattr(importlib.import_module(module), attribute)
+    except ImportError:
+        return False
+
+
+def mandelbrot_cases() -> list[dict]:
+    """The Mandelbrot kernel: vector widths and unrolling, precisions, outputs, bands, tiny
+    windows (one pixel; widths that are not multiples of the pixels per work-item)."""
+    if not _importable("oclsci.mandelbrot", "MandelbrotRenderer"):
+        return []
+    cases = []
+    windows = [  # width, height, maxiter, (xmin, xmax, ymin, ymax), rows
+        (1, 1, 3, (-2.25, 0.75, -1.25, 1.25), None),
+        (7, 3, 20, (-2.25, 0.75, -1.25, 1.25), None),
+        (37, 5, 12, (-0.75, -0.74, 0.1, 0.11), (1, 3)),
+        (17, 4, 1, (-2.0, 2.0, -2.0, 2.0), None),
+    ]
+    # (vector_width, unroll): one pixel per work-item (GPUs), then CPU vectors.
+    shapes = [(1, None), (2, 1), (4, None), (4, 3), (8, 8), (16, 2)]
+    for vector_width, unroll in shapes:
+        for dtype in ("float32", "float64"):
+            for index, (width, height, maxiter, bounds, rows) in enumerate(windows):
+                if dtype == "float64" and index % 2:
+                    continue
+                want_z, want_smooth = index % 2 == 0, index != 3
+                cases.append({
+                    "id": _case_id("mandelbrot", f"vw{vector_width}",
+                                   f"u{unroll}" if unroll else "", dtype, f"{width}x{height}",
+                                   f"it{maxiter}", "rows" if rows else "",
+                                   "z" if want_z else "", "smooth" if want_smooth else ""),
+                    "kind": "mandelbrot", "vector_width": vector_width, "unroll": unroll,
+                    "dtype": dtype, "width": width, "height": height, "maxiter": maxiter,
+                    "bounds": bounds, "rows": rows, "want_z": want_z,
+                    "want_smooth": want_smooth, "cost": width * height * maxiter // 4 + 1,
+                })
+    return cases
+
+
+# Sizes of elementwise arrays: one element, less than a work-group, full groups and a tail.
+ELEMENTWISE_SIZES = (1, 300)
+
+
+def elementwise_cases() -> list[dict]:
+    """Every ready-made elementwise operation (``oclsci.elementwise_ops.OPS``) in every dtype,
+    with one and several elements per work-item, and a user kernel with scalars, several
+    outputs, in-place and pyopencl arrays."""
+    if not _importable("oclsci.elementwise_ops", "OPS"):
+        return []
+    from oclsci.elementwise import TYPE_NAMES
+    from oclsci.elementwise_ops import OPS
+
+    cases = []
+    for name in OPS:
+        for dtype in TYPE_NAMES:
+            for per_item in (1, 3):
+                if per_item > 1 and dtype not in ("int8", "float32", "float64"):
+                    continue
+                sizes = ELEMENTWISE_SIZES if per_item == 1 else (5, 1000)
+                for size in sizes:
+                    cases.append({"id": _case_id("elementwise", name, dtype, f"p{per_item}",
+                                                 f"n{size}"),
+                                  "kind": "elementwise", "op": name, "dtype": dtype,
+                                  "per_item": per_item, "size": size, "cost": 1})
+    for dtype in ("float32", "int16"):
+        cases.append({"id": _case_id("elementwise", "user-kernel", dtype), "kind":
+                      "elementwise_user", "dtype": dtype, "cost": 1})
     return cases
 
 
@@ -482,7 +658,8 @@ def canary_cases() -> list[dict]:
 
 def all_cases() -> list[dict]:
     """Every case: each kernel oclsci ships (see the generators above)."""
-    return jacobi_cases() + residual_cases()
+    return (jacobi_cases() + residual_cases() + compare_cases() + mandelbrot_cases()
+            + elementwise_cases())
 
 
 # ------------------------------------------------------------------------------------------
@@ -580,8 +757,133 @@ def _run_canary(compute: Any, case: dict) -> None:
     cl.enqueue_copy(compute.queue, result, out)
 
 
+def _run_compare(compute: Any, case: dict) -> None:
+    import numpy as np
+    import pyopencl as cl
+
+    from oclsci import programs
+
+    dtype = np.dtype(case["dtype"])
+    m, n = case["shape"]
+    row_stride = -(-(n + 2) // 16) * 16
+    rng = _rng(case["id"])
+    a = np.zeros((m + 2, row_stride), dtype)
+    a[1:-1, 1:n + 1] = rng.standard_normal((m, n))
+    b = a.copy()
+    flip = rng.random((m, n)) < 0.3
+    b[1:-1, 1:n + 1][flip] += 1
+    flags = cl.mem_flags
+    buffers = [cl.Buffer(compute.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=h)
+               for h in (a, b)]
+    count = np.zeros(1, np.uint32)
+    count_buffer = cl.Buffer(compute.context, flags.READ_WRITE | flags.COPY_HOST_PTR,
+                             hostbuf=count)
+    kernel = programs.get_kernel(compute, "jacobi_compare", dtype=dtype)
+    kernel.set_args(*buffers, np.int32(m), np.int32(n), np.int32(row_stride), count_buffer)
+    cl.enqueue_nd_range_kernel(compute.queue, kernel, (int(case["items"]),), None)
+    cl.enqueue_copy(compute.queue, count, count_buffer)
+    if int(count[0]) != int(flip.sum()):
+        raise AssertionError(f"{int(count[0])} differing cells counted, {int(flip.sum())} differ")
+
+
+class Unsupported(Exception):
+    """oclsci refuses this configuration (the test is skipped with the reason)."""
+
+
+def _run_elementwise(compute: Any, case: dict) -> None:
+    import numpy as np
+    import pyopencl.array as cla
+
+    from oclsci.elementwise_ops import OPS
+
+    op = OPS[case["op"]]
+    dtype = np.dtype(case["dtype"])
+    rng = _rng(case["id"])
+    size = int(case["size"])
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        host = {a: rng.integers(info.min, info.max, size=size, dtype=dtype, endpoint=True)
+                for a in op.arrays}
+    else:
+        host = {a: rng.standard_normal(size).astype(dtype) for a in op.arrays}
+    scalar = dtype.type(3 if dtype.kind in "iu" else 2.5)
+    kernel = op.kernel if case["per_item"] == 1 else op.kernel.variant(
+        per_item=int(case["per_item"]))
+    arrays = {k: cla.to_device(compute.queue, v) for k, v in host.items()}
+    args: list = [arrays[k] for k in op.arrays]
+    if op.scalar_position is not None:
+        args.insert(op.scalar_position, scalar)
+    if op.written not in arrays:
+        arrays[op.written] = cla.empty(compute.queue, size, dtype)
+        args.append(arrays[op.written])
+    reference_args = [host[k] for k in op.arrays]
+    if op.scalar_position is not None:
+        reference_args.insert(op.scalar_position, scalar)
+    with np.errstate(over="ignore"):
+        expected = op.reference(*reference_args)
+    kernel(*args, device=compute)
+    got = arrays[op.written].get()
+    if not np.array_equal(got, expected):
+        raise AssertionError(f"{np.count_nonzero(got != expected)} of {size} elements differ")
+
+
+def _run_elementwise_user(compute: Any, case: dict) -> None:
+    import numpy as np
+
+    from oclsci.elementwise import ElementwiseKernel
+
+    dtype = np.dtype(case["dtype"])
+    kernel = ElementwiseKernel(
+        "T x, T y, int32 k", "T x, T s, T d",
+        "s = twice(x) + y; d = x - y * k; x = x + 1;", "user_kernel",
+        preamble="#define twice(v) ((v) + (v))\n")
+    rng = _rng(case["id"])
+    x = (rng.standard_normal(700) * 10).astype(dtype)
+    y = (rng.standard_normal(700) * 10).astype(dtype)
+    x_before = x.copy()
+    x_out, s, d = kernel(x, y, np.int32(3), device=compute)  # outputs in declaration order
+    if x_out is not x:
+        raise AssertionError("the in-place output is not the input array")
+    with np.errstate(over="ignore"):
+        want_s = (x_before + x_before) + y
+        want_d = x_before - y * dtype.type(3)
+        want_x = x_before + dtype.type(1)
+    for name, got, want in (("s", s, want_s), ("d", d, want_d), ("x", x, want_x)):
+        if not np.array_equal(got, want):
+            raise AssertionError(f"{name}: {np.count_nonzero(got != want)} elements differ")
+
+
+def _run_mandelbrot(compute: Any, case: dict) -> None:
+    import numpy as np
+
+    from oclsci.mandelbrot import MandelbrotRenderer
+    from oclsci.mandelbrot_reference import mandelbrot_numpy
+
+    xmin, xmax, ymin, ymax = case["bounds"]
+    window = dict(width=case["width"], height=case["height"], maxiter=case["maxiter"],
+                  xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax, dtype=case["dtype"],
+                  rows=tuple(case["rows"]) if case["rows"] else None)
+    from oclsci.errors import InputError
+
+    extra = {"unroll": case["unroll"]} if case.get("unroll") else {}
+    try:
+        renderer = MandelbrotRenderer(compute, vector_width=case["vector_width"], **extra,
+                                      **window)
+    except (InputError, TypeError) as error:
+        raise Unsupported(str(error)) from None
+    result = renderer.run(want_z=case["want_z"], want_smooth=case["want_smooth"])
+    counts, _ = mandelbrot_numpy(**window)
+    wrong = int(np.count_nonzero(result.counts != counts))
+    if wrong > max(1, 0.005 * counts.size):
+        raise AssertionError(f"{wrong} of {counts.size} escape counts differ from NumPy")
+
+
 RUNNERS = {
     "canary": _run_canary,
+    "compare": _run_compare,
+    "elementwise": _run_elementwise,
+    "elementwise_user": _run_elementwise_user,
+    "mandelbrot": _run_mandelbrot,
     "jacobi": _run_jacobi,
     "residual": _run_residual,
     "residual_solver": _run_residual,
@@ -652,12 +954,14 @@ def runner_main(job_path: str, log_path: str | None = None) -> int:
         silenced_by = None
         for case in cases:
             sys.stderr.write(f"{BEGIN}{case['id']}\n")
-            start = time.perf_counter()
-            error = None
+            start, cpu = time.perf_counter(), time.process_time()
+            error = unsupported = None
             before = _templates_built(compute)
             try:
                 RUNNERS[case["kind"]](compute, case)
                 compute.queue.finish()
+            except Unsupported as exc:
+                unsupported = str(exc)
             except Exception as exc:  # noqa: BLE001 - reported per case
                 error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
                 if not isinstance(exc, AssertionError):
@@ -672,7 +976,9 @@ def runner_main(job_path: str, log_path: str | None = None) -> int:
             failures += error is not None or bool(reports)
             print(json.dumps({
                 "id": case["id"], "ok": error is None, "error": error, "reports": reports,
+                "unsupported": unsupported,
                 "seconds": round(time.perf_counter() - start, 3),
+                "cpu_seconds": round(time.process_time() - cpu, 3),
                 "templates": sorted(_templates_built(compute) - before)}), flush=True)
         print(json.dumps({"templates_built": sorted(_templates_built(compute))}), flush=True)
     finally:
