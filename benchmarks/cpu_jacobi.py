@@ -99,7 +99,7 @@ def main() -> None:
     load = os.getloadavg()
     print(f"load average during the run: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
           f"(on {os.cpu_count()} CPUs)")
-    print(f"| variant | configuration | us/iteration | speed-up vs NumPy | equal to NumPy |")
+    print("| variant | configuration | us/iteration | speed-up vs NumPy | equal to NumPy |")
     print("|---|---|---:|---:|---|")
     base = best["numpy"]
     print(f"| NumPy (seed code) | | {1e6 * base / args.iterations:.1f} | 1.0 | reference |")

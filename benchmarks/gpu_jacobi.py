@@ -41,7 +41,7 @@ import pyopencl as cl  # noqa: E402
 import oclsci  # noqa: E402
 from oclsci import programs  # noqa: E402
 from oclsci.jacobi import JacobiSolver, run  # noqa: E402
-from oclsci.jacobi_autotune import _DeviceCompare, save_report, time_per_step, tune  # noqa: E402
+from oclsci.jacobi_autotune import _DeviceCompare, save_report, tune  # noqa: E402
 from oclsci.jacobi_reference import jacobi_numpy, laplacian  # noqa: E402
 from oclsci.jacobi_tuning import KernelConfig, cached_config, device_default  # noqa: E402
 from oclsci.launcher import Launch, raw_enqueue_enabled  # noqa: E402
@@ -217,8 +217,8 @@ def exactness(compute, extra: list[KernelConfig]) -> dict:
 
         usable = [c for c in configs if c.fits(compute, dtype)]
         with ThreadPoolExecutor(8) as pool:
-            list(pool.map(lambda c: programs.build_program(
-                compute, f"jacobi_{c.name}", (), **dict(c.template_params(), dtype=dtype)),
+            list(pool.map(lambda c, d=dtype: programs.build_program(
+                compute, f"jacobi_{c.name}", (), **dict(c.template_params(), dtype=d)),
                 usable))
         for shape in shapes:
             rhs = (rng.standard_normal(shape) * 100).astype(dtype)
@@ -292,7 +292,7 @@ def cupy_seed(rhs: np.ndarray, iterations: int) -> tuple[float, float, np.ndarra
     x_d, x2_d = map(cp.asarray, [x, x])
     blur_d = cp.asarray(blur, dtype="int32")
     blocks = 32, 32
-    grid = tuple((v[0] + 2 - 1) // v[1] + 1 for v in zip((m, n), blocks))
+    grid = tuple((v[0] + 2 - 1) // v[1] + 1 for v in zip((m, n), blocks))  # noqa: B905
     for _ in range(10):  # warm-up (module load), then restart from X0
         kern(grid, blocks, (x2_d, x_d, blur_d, m, n))
     x_d, x2_d = map(cp.asarray, [x, x])
@@ -315,7 +315,8 @@ def seed_loop(compute, rhs: np.ndarray, iterations: int) -> float:
     m, n = rhs.shape
     ctx, queue = compute.context, compute.queue
     prg = cl.Program(ctx, """
-__kernel void incr(__global float *newBuff, __global const float *buff, __global const float *blur, int m, int n)
+__kernel void incr(__global float *newBuff, __global const float *buff,
+                   __global const float *blur, int m, int n)
 {
   int i = get_global_id(0); int j = get_global_id(1);
   if ((i >= 1) && (i < (m+1)) && (j >= 1) && (j < (n+1))) {
@@ -493,7 +494,8 @@ def large_case(compute, size: int, iterations: int, bw: dict) -> dict:
             entry = {"config": config.describe(), "device_s": best, "wall_s": min(walls),
                      "cell_updates_per_s": rate, "streaming_bound": bound,
                      "fraction_of_bound": rate / bound,
-                     "bound_from_copy_kernel": bw["copy_kernel_Bps"] / (3 * np.dtype(dtype).itemsize)}
+                     "bound_from_copy_kernel":
+                         bw["copy_kernel_Bps"] / (3 * np.dtype(dtype).itemsize)}
             out[f"{label}_{name}"] = entry
             solvers[label] = solver
             log(f"{size}^2 {name} {label}: {config.describe()}: {best:.4f} s events, "
@@ -504,7 +506,8 @@ def large_case(compute, size: int, iterations: int, bw: dict) -> dict:
         compare = _DeviceCompare(solvers["coalesced"])
         differ = compare.differences(solvers["coalesced"].x_buffer, solvers["temporal"].x_buffer)
         out[f"temporal_vs_coalesced_differences_{name}"] = differ
-        log(f"{size}^2 {name}: temporal vs coalesced after {iterations} steps: {differ} cells differ")
+        log(f"{size}^2 {name}: temporal vs coalesced after {iterations} steps: "
+            f"{differ} cells differ")
         del solvers, compare
     return out
 
@@ -576,7 +579,8 @@ def summary() -> None:
     large = s.get("large", {}).get("value") or {}
     for key, value in large.items():
         if isinstance(value, dict):
-            lines.append(f"16384^2 {key}: {value['config']} {value['cell_updates_per_s'] / 1e9:.1f} "
+            rate = value["cell_updates_per_s"] / 1e9
+            lines.append(f"16384^2 {key}: {value['config']} {rate:.1f} "
                          f"G/s = {value['fraction_of_bound']:.3f} x bound")
         elif key.startswith("temporal_vs"):
             lines.append(f"16384^2 {key}: {value}")

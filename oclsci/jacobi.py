@@ -12,8 +12,9 @@ The solver is MPI-free: a distributed run (see :mod:`oclsci.mpi`) passes a ``hal
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyopencl as cl

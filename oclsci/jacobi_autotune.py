@@ -13,9 +13,10 @@ import itertools
 import math
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -389,7 +390,7 @@ def tune(compute: Any, shape: tuple[int, int] = (266, 400), dtype: Any = np.floa
         # The finalists again, longer: the screening runs are short and noisy.
         ok = sorted((t for t in report.trials if t.ok), key=lambda t: t.seconds_per_step)
         chosen = ok[:finalists]
-        for name, trial in report.best_by_kernel().items():
+        for trial in report.best_by_kernel().values():
             if trial not in chosen:
                 chosen.append(trial)
         for trial in chosen:

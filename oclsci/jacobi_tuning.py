@@ -311,7 +311,7 @@ def default_config(name: str, *, is_cpu: bool, dtype: Any = np.float32,
         choices = TEMPORAL_DEFAULTS[("large" if large else "small", itemsize)]
         choices = choices + TEMPORAL_FALLBACKS
         for values in choices:
-            config = KernelConfig("temporal", dict(zip(keys, values)))
+            config = KernelConfig("temporal", dict(zip(keys, values, strict=True)))
             if (config.local_mem_bytes(dtype) <= local_mem_bytes
                     and config.work_group_size() <= max_work_group_size):
                 return config

@@ -37,7 +37,8 @@ def test_defaults_are_valid_and_fit_a_48k_gpu(name, is_cpu, dtype, shape):
     assert KernelConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
     global_size, local_size = config.launch_shape(*shape)
     if local_size is not None:
-        assert all(g % l == 0 for g, l in zip(global_size, local_size))
+        assert all(size % group == 0
+                   for size, group in zip(global_size, local_size, strict=True))
 
 
 def test_defaults_shrink_for_small_devices():

@@ -79,8 +79,8 @@ def tune_command(device, size, dtype, budget, kernels, no_save, as_json, quiet):
     if not quiet:
         click.echo(f"{len(report.trials)} configurations tried in {report.seconds:.1f} s on "
                    f"{compute.name}; fastest of each kernel:")
-        for name, trial in sorted(report.best_by_kernel().items(),
-                                  key=lambda item: item[1].seconds_per_step):
+        for trial in sorted(report.best_by_kernel().values(),
+                            key=lambda trial: trial.seconds_per_step):
             click.echo(f"  {1e6 * trial.seconds_per_step:10.3f} us/step  "
                        f"{trial.config.describe()}")
         wrong = [t for t in report.trials if t.status.startswith("WRONG")]
