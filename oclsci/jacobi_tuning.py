@@ -329,6 +329,17 @@ def device_default(compute: Any, name: str, dtype: Any, shape: tuple[int, int]) 
                           max_work_group_size=int(compute.device.max_work_group_size))
 
 
+def suited_kernels(compute: Any) -> tuple[str, ...]:
+    """The kernels worth running on this device type (benchmarks, tuning).
+
+    ``temporal`` synchronises work-groups at every step, which CPUs (PoCL) do slowly;
+    ``bands`` runs one work-item per core-sized tile, which starves GPUs.
+    """
+    if compute.is_cpu:
+        return ("seed", "coalesced", "blocked", "bands")
+    return ("seed", "coalesced", "blocked", "temporal")
+
+
 def auto_kernel(compute: Any) -> str:
     """The kernel ``auto`` means on this device without a tuned configuration."""
     return "bands" if compute.is_cpu else "temporal"

@@ -234,3 +234,9 @@ def test_tune_command(cache, tmp_path):
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines() == [
         "oclsci: error: --size must look like ROWSxCOLUMNS (e.g. 266x400), got '24by31'"]
+
+
+def test_suited_kernels_include_auto(any_compute):
+    kernels = tuning.suited_kernels(any_compute)
+    assert set(kernels) <= set(KERNEL_NAMES) and "seed" in kernels
+    assert tuning.auto_kernel(any_compute) in kernels
