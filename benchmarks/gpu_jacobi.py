@@ -17,6 +17,11 @@ and ends with a summary table. Sections, each timed side by side in the same pro
    tuned kernel; results compared with NumPy's (precomputed on the CPU: .device/ref/);
 5. 16384^2 x 1000 steps: the tuned coalesced (streaming) and temporal kernels against the
    12-bytes-per-cell streaming bound from the copy bandwidth measured in this run.
+
+NumPy's 150000 steps take minutes: compute them once beforehand, where the checkout is, with
+``python benchmarks/gpu_jacobi.py --make-references`` (writes .device/ref/, which the device
+tool carries with ``carry [".whl", ".device"]``). ``--defaults`` skips tuning and the cache:
+it times what ``--kernel auto`` runs on a fresh installation.
 """
 
 from __future__ import annotations
@@ -447,6 +452,19 @@ def seed_case(compute, iterations: int) -> dict:
     return out
 
 
+def make_references(iterations: int) -> None:
+    """NumPy's result of the seed's case, float32 and float64, into .device/ref/."""
+    ref_dir = HERE.parent / ".device" / "ref"
+    ref_dir.mkdir(parents=True, exist_ok=True)
+    rhs64 = laplacian(builtin_picture())
+    for dtype in (np.float32, np.float64):
+        start = time.perf_counter()
+        x = jacobi_numpy(rhs64.astype(dtype), iterations, dtype=dtype)
+        path = ref_dir / f"jacobi_266x400_{iterations}_{np.dtype(dtype).name}.npy"
+        np.save(path, x)
+        print(f"{path}: {time.perf_counter() - start:.1f} s")
+
+
 def _reference(ref_dir: Path, dtype, iterations: int, rhs64: np.ndarray):
     path = ref_dir / f"jacobi_266x400_{iterations}_{np.dtype(dtype).name}.npy"
     if path.is_file():
@@ -608,7 +626,12 @@ def main() -> None:
     parser.add_argument("--skip", default="", help="comma-separated sections to skip")
     parser.add_argument("--defaults", action="store_true",
                         help="no tuning, no cache: time the defaults that --kernel auto uses")
+    parser.add_argument("--make-references", action="store_true",
+                        help="compute NumPy's results for --iterations into .device/ref, exit")
     args = parser.parse_args()
+    if args.make_references:
+        make_references(args.iterations)
+        return
     OUT = Path(args.out)
     OUT.mkdir(parents=True, exist_ok=True)
     LOG = open(OUT / "log.txt", "a")
