@@ -1132,8 +1132,14 @@ def main(argv: list[str]) -> int:
             print(outcome.explain())
         for report in result.setup_reports:
             print("setup report:\n" + report)
+        slowest = sorted(result.outcomes.values(), key=lambda o: -o.cpu_seconds)[:10]
+        print("slowest cases (CPU seconds):")
+        for outcome in slowest:
+            print(f"  {outcome.cpu_seconds:6.2f}  {outcome.case_id}")
+        cpu = sum(o.cpu_seconds for o in result.outcomes.values())
         print(f"{len(result.outcomes) - len(bad)}/{len(result.outcomes)} cases clean in "
-              f"{result.seconds:.1f} s; templates built: {sorted(result.templates)}")
+              f"{result.seconds:.1f} s ({cpu:.1f} s of CPU in the cases); templates built: "
+              f"{sorted(result.templates)}")
         return 1 if bad or result.setup_reports else 0
     if len(argv) in (2, 3) and not argv[1].startswith("-"):
         return runner_main(argv[1], argv[2] if len(argv) == 3 else None)
