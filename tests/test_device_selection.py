@@ -10,17 +10,16 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from unittest import mock
 
 import numpy as np
+import oclgrind as og
 import pyopencl as cl
 import pyopencl.tools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import oclgrind as og
 from oclsci.device import (
     LOCAL_RANK_VARIABLES,
     NO_PLATFORM_HELP,
@@ -362,7 +361,7 @@ def test_names_and_indices_pick_the_right_platform(two_platforms):
             queries.append([None, {"PYOPENCL_TEST": spec, "PYOPENCL_CTX": f"{other}:0"}])
             expected.append((f"{p}:0", target, "PYOPENCL_TEST"))
     answers = _select_many(env, queries)
-    for query, want, got in zip(queries, expected, answers):
+    for query, want, got in zip(queries, expected, answers, strict=True):
         assert (got["spec"], got["chosen_by"]) == (want[0], want[2]), (query, got)
         assert want[1] in got["platform"], (query, got)
 

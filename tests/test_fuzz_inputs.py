@@ -324,7 +324,8 @@ def oclsci(*args, cwd, env=None):
                               env=environment, capture_output=True, text=True,
                               timeout=CLI_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"oclsci {args} did not finish within {CLI_TIMEOUT_S} s (hang?)")
+        raise AssertionError(
+            f"oclsci {args} did not finish within {CLI_TIMEOUT_S} s (hang?)") from None
 
 
 def assert_one_line_failure(result, folder: Path, name: str | None = None) -> None:

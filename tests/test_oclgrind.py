@@ -13,9 +13,9 @@ import json
 import subprocess
 import sys
 
+import oclgrind as og
 import pytest
 
-import oclgrind as og
 from oclsci import programs
 from oclsci.jacobi import KERNEL_NAMES
 

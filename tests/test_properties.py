@@ -182,8 +182,9 @@ def test_jacobi_kernel_equals_numpy_bit_for_bit(compute, name):
 
 def test_every_jacobi_kernel_has_a_strategy():
     missing = [name for name in KERNEL_NAMES if name not in CONFIG_STRATEGIES]
-    assert not missing, (f"Jacobi kernels tested only in their default configuration: {missing}; "
-                         "add a parameter strategy to CONFIG_STRATEGIES in tests/test_properties.py")
+    assert not missing, (f"Jacobi kernels tested only in their default configuration: "
+                         f"{missing}; add a parameter strategy to CONFIG_STRATEGIES in "
+                         "tests/test_properties.py")
 
 
 @examples(15)
