@@ -247,7 +247,10 @@ def test_large_grids_sized_to_the_device():
     sizes, _, notes = large_plan(_fake_compute(False, 4 * 2**30))
     assert sizes == [8192] and "16384^2 skipped" in notes[0]
     sizes, _, notes = large_plan(_fake_compute(True, 4 * 2**30))
-    assert max(sizes) < 8192 and "CPU device" in notes[0]
+    assert sizes == [4096, 8192] and "CPU device" in notes[0]
+    sizes, _, notes = large_plan(_fake_compute(True, 2**30))
+    assert sizes == [4096] and "8192^2 skipped" in notes[-1]
+    assert large_plan(_fake_compute(True, 4 * 2**30), quick=True)[0] == [1024]
 
 
 def test_api_refuses_bad_repeat_and_workload():

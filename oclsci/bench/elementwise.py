@@ -26,9 +26,10 @@ MEMORY_FRACTION = 0.25
 
 
 def vector_size(compute, quick: bool = False) -> int:
-    """Elements per vector: 2**28 on GPUs (1 GiB), 2**24 on CPUs, less with ``quick``, and
+    """Elements per vector: 2**28 on GPUs (1 GiB), 2**26 on CPUs, less with ``quick``, and
     halved until three vectors fit in a quarter of the device's memory."""
-    size = 2 ** (22 if quick else 24) if compute.is_cpu else 2 ** (26 if quick else 28)
+    # Full runs: vectors larger than a CPU's caches (some server CPUs have hundreds of MiB).
+    size = 2 ** (22 if quick else 26) if compute.is_cpu else 2 ** (26 if quick else 28)
     device = compute.device
     while size > 2**16 and (3 * size * DTYPE.itemsize > MEMORY_FRACTION * device.global_mem_size
                             or size * DTYPE.itemsize > device.max_mem_alloc_size):
