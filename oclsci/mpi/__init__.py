@@ -1,0 +1,62 @@
+"""Several MPI ranks, one per device: world detection, slabs, halo exchange, scatter and gather.
+
+This is the only package that knows about MPI; the solvers stay MPI-free. ``mpi4py`` is
+imported only when a launcher announces more than one rank (``mpiexec``/``mpirun`` of MPICH,
+Open MPI, Intel MPI or MVAPICH, ``srun`` with several tasks) or when ``OCLSCI_MPI=1``;
+``OCLSCI_MPI=0`` turns all of this off. Without mpi4py, or in a world of one rank,
+:func:`mpi_world` returns None and every command runs exactly as on one device.
+
+Jacobi: the grid is cut into 1-D slabs of whole rows. Each rank holds its owned rows, ``H``
+ghost rows on each side (updated by the kernels like any other row) and one fixed row beyond
+them. Errors from a stale fixed row travel one row per step, so after ``S <= H`` steps the
+owned rows are still exact: ranks exchange ``H + 1`` rows with their neighbours once every
+``S`` steps (``S`` a multiple of the kernel's steps per launch), and every cell goes through the
+same arithmetic as on one device, so results are bit-identical to the one-device run for any
+number of ranks. See docs/mpi.md.
+
+Modules: :mod:`.world` (launcher detection, :class:`World`, per-rank caches, errors and
+abort), :mod:`.slabs` (decomposition, :class:`SlabHalo`), :mod:`.jacobi`
+(:class:`DistributedJacobi`, scatter/gather, the ``oclsci jacobi`` driver) and
+:mod:`.mandelbrot` (bands of rows, the ``oclsci mandelbrot`` driver).
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError, OclsciError
+from .jacobi import DistributedJacobi, RowSource, gather_rows, jacobi_distributed, scatter_rows
+from .mandelbrot import DEFAULT_BANDS_PER_RANK, gather_bands, mandelbrot_distributed, rank_bands
+from .slabs import (
+    DEFAULT_MIN_EXCHANGE_STEPS,
+    Decomposition,
+    Slab,
+    SlabHalo,
+    exchange_period,
+    split_rows,
+)
+from .world import (
+    MAX_MESSAGE_BYTES,
+    PRESENCE_VARIABLES,
+    SIZE_VARIABLES,
+    TAG_GATHER,
+    TAG_HALO,
+    TAG_SCATTER,
+    TEST_FAIL_VARIABLE,
+    RankError,
+    World,
+    exit_code_of,
+    launcher_world_size,
+    mpi_world,
+    one_line,
+    use_rank_cache_dirs,
+    wants_mpi,
+)
+
+__all__ = [
+    "InputError", "OclsciError", "DistributedJacobi", "RowSource", "gather_rows",
+    "jacobi_distributed", "scatter_rows", "DEFAULT_BANDS_PER_RANK", "gather_bands",
+    "mandelbrot_distributed", "rank_bands", "DEFAULT_MIN_EXCHANGE_STEPS", "Decomposition",
+    "Slab", "SlabHalo", "exchange_period", "split_rows", "MAX_MESSAGE_BYTES",
+    "PRESENCE_VARIABLES", "SIZE_VARIABLES", "TAG_GATHER", "TAG_HALO", "TAG_SCATTER",
+    "TEST_FAIL_VARIABLE", "RankError", "World", "exit_code_of", "launcher_world_size",
+    "mpi_world", "one_line", "use_rank_cache_dirs", "wants_mpi",
+]

@@ -1,0 +1,247 @@
+"""Slabs of whole rows, one per rank, and the halo exchange between neighbouring slabs.
+
+Each rank holds its owned rows, ``H`` ghost rows on each side (updated by the kernels like any
+other row) and one fixed row beyond them. Errors from a stale fixed row travel one row per
+step, so after ``S <= H`` steps the owned rows are still exact: ranks exchange ``H + 1`` rows
+with their neighbours once every ``S`` steps (``S`` a multiple of the kernel's steps per
+launch).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from .world import TAG_HALO, World, _test_failure
+
+# Steps between exchanges when the kernel does one step per launch (seed, coalesced).
+DEFAULT_MIN_EXCHANGE_STEPS = 8
+
+
+# --------------------------------------------------------------------------------------------
+# Decomposition
+
+
+def split_rows(rows: int, parts: int) -> list[tuple[int, int]]:
+    """``(first, stop)`` of each of ``parts`` contiguous blocks of nearly equal size (the first
+    ``rows % parts`` blocks get one more row)."""
+    base, extra = divmod(int(rows), int(parts))
+    bounds, start = [], 0
+    for part in range(parts):
+        stop = start + base + (1 if part < extra else 0)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+@dataclass(frozen=True)
+class Slab:
+    """One rank's rows. Global interior rows are numbered 0..m-1; the rank owns
+    ``first..stop-1`` and holds ``lo..hi-1`` (owned rows and ghost rows) as interior rows of
+    its local grid, with fixed rows ``lo-1`` and ``hi`` (global boundary zeros at the ends)."""
+
+    rank: int
+    first: int
+    stop: int
+    lo: int
+    hi: int
+
+    @property
+    def rows(self) -> int:
+        """Owned rows."""
+        return self.stop - self.first
+
+    @property
+    def local_m(self) -> int:
+        """Interior rows of the local grid (owned and ghost)."""
+        return self.hi - self.lo
+
+    def local(self, row: int) -> int:
+        """Padded local row number of global interior row ``row``."""
+        return row - self.lo + 1
+
+    @property
+    def owned_local(self) -> tuple[int, int]:
+        """First and last padded local rows that this rank owns."""
+        return self.local(self.first), self.local(self.stop - 1)
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """1-D slabs of an m x n grid over ``parts`` ranks with ``halo`` ghost rows per side."""
+
+    m: int
+    n: int
+    parts: int
+    halo: int
+    slabs: tuple = field(default=())
+
+    @classmethod
+    def build(cls, m: int, n: int, parts: int, halo: int) -> Decomposition:
+        """Cut ``m`` rows into ``parts`` slabs; refuse slabs without rows."""
+        if parts > m:
+            raise InputError(f"{parts} MPI ranks for a grid of {m} rows: each rank needs at "
+                             f"least one row; use at most {m} ranks")
+        if halo < 1:
+            raise InputError(f"halo width must be >= 1, got {halo}")
+        slabs = tuple(Slab(rank, first, stop, max(0, first - halo), min(m, stop + halo))
+                      for rank, (first, stop) in enumerate(split_rows(m, parts)))
+        return cls(m, n, parts, halo, slabs)
+
+    def needed(self, rank: int) -> list[tuple[int, int]]:
+        """Global rows ``(start, stop)`` that ``rank`` receives at each exchange: its ghost
+        rows and fixed rows, above then below (global boundary rows excluded)."""
+        slab = self.slabs[rank]
+        ranges = [(max(0, slab.lo - 1), slab.first), (slab.stop, min(self.m, slab.hi + 1))]
+        return [(a, b) for a, b in ranges if b > a]
+
+    def transfers(self) -> list[tuple[int, int, int, int]]:
+        """Every ``(source, dest, start, stop)``: rows start..stop-1 go from source to dest."""
+        moves = []
+        for dest in range(self.parts):
+            for start, stop in self.needed(dest):
+                for source, slab in enumerate(self.slabs):
+                    a, b = max(start, slab.first), min(stop, slab.stop)
+                    if b > a and source != dest:
+                        moves.append((source, dest, a, b))
+        return moves
+
+    def halo_bytes_per_exchange(self, rank: int, itemsize: int, row_stride: int) -> int:
+        """Bytes that ``rank`` receives at each exchange."""
+        return sum(b - a for a, b in self.needed(rank)) * row_stride * itemsize
+
+
+def exchange_period(steps_per_launch: int, requested: int | None = None) -> int:
+    """Steps between halo exchanges (= ghost rows per side).
+
+    The smallest multiple of the kernel's steps per launch that is at least
+    ``DEFAULT_MIN_EXCHANGE_STEPS`` (16 for the GPU blocked kernel, 8 for the others), unless
+    ``requested`` or ``OCLSCI_MPI_EXCHANGE_EVERY`` names one.
+    """
+    steps_per_launch = max(1, int(steps_per_launch))
+    if requested is None:
+        text = os.environ.get("OCLSCI_MPI_EXCHANGE_EVERY", "").strip()
+        if text:
+            if not text.isdigit() or int(text) < 1:
+                raise InputError(f"OCLSCI_MPI_EXCHANGE_EVERY must be a positive integer, "
+                                 f"got {text!r}")
+            requested = int(text)
+    if requested is not None:
+        if requested < 1:
+            raise InputError(f"exchange period must be >= 1, got {requested}")
+        return int(requested)
+    return steps_per_launch * max(1, math.ceil(DEFAULT_MIN_EXCHANGE_STEPS / steps_per_launch))
+
+
+# --------------------------------------------------------------------------------------------
+# Halo exchange
+
+
+class SlabHalo:
+    """The ``halo`` object that :func:`oclsci.jacobi.run` drives on one rank of a slab run.
+
+    ``exchange`` posts the receives of ghost and fixed rows, copies the rows that other ranks
+    need to the host, sends them (all non-blocking, both neighbours at once), then writes the
+    received rows into the local grid; ``allreduce_sum`` and ``any_rank`` work over ranks.
+    """
+
+    def __init__(self, world: World, decomposition: Decomposition, period: int | None = None):
+        self.world = world
+        self.decomposition = decomposition
+        self.slab = decomposition.slabs[world.rank]
+        self.steps_between_exchanges = int(period or decomposition.halo)
+        if self.steps_between_exchanges > decomposition.halo:
+            raise InputError(f"exchange period {self.steps_between_exchanges} exceeds the halo "
+                             f"width {decomposition.halo}")
+        moves = decomposition.transfers()
+        self.sends = [(dest, a, b) for source, dest, a, b in moves if source == world.rank]
+        self.receives = [(source, a, b) for source, dest, a, b in moves if dest == world.rank]
+        self.blocks = decomposition.needed(world.rank)  # contiguous row ranges written back
+        self._buffers: dict = {}
+        self.exchanges = 0
+        self.seconds = 0.0
+        self.bytes_received = 0
+
+    def _host_rows(self, key: Any, rows: int, solver: Any) -> np.ndarray:
+        """A kept host array of ``rows`` padded rows, in pinned (page-locked) memory when
+        the OpenCL driver gives it (faster copies to and from GPUs)."""
+        key = (key, rows, solver.row_stride, solver.dtype.str)
+        if key not in self._buffers:
+            shape = (rows, solver.row_stride)
+            try:
+                import pyopencl as cl
+
+                compute = solver.compute
+                buffer = cl.Buffer(compute.context,
+                                   cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
+                                   rows * solver.row_stride * solver.dtype.itemsize)
+                array, _ = cl.enqueue_map_buffer(
+                    compute.queue, buffer, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape,
+                    solver.dtype, is_blocking=True)
+                self._buffers[key] = (array, buffer)
+            except Exception:  # noqa: BLE001 - plain memory works too, only slower
+                self._buffers[key] = (np.empty(shape, dtype=solver.dtype), None)
+        return self._buffers[key][0]
+
+    def _read_rows(self, solver: Any, first: int, out: np.ndarray) -> Any:
+        """Start copying padded rows from ``first`` into ``out``; return an event or None."""
+        buffer = getattr(solver, "x_buffer", None)
+        if buffer is None:
+            out[...] = solver.read_rows(first, len(out))
+            return None
+        import pyopencl as cl
+
+        return cl.enqueue_copy(solver.compute.queue, out, buffer, is_blocking=False,
+                               src_offset=first * solver.row_stride * solver.dtype.itemsize)
+
+    def exchange(self, solver: Any) -> None:
+        """Refresh this rank's ghost and fixed rows from the ranks that own them."""
+        _test_failure(self.world, "exchange", solver.iteration)
+        if not self.sends and not self.receives:
+            return
+        solver.compute.queue.finish()  # the steps before count as compute, not as exchange
+        started = time.perf_counter()
+        comm = self.world.comm
+        blocks = [(start, self._host_rows(("in", index), stop - start, solver))
+                  for index, (start, stop) in enumerate(self.blocks)]
+        receive_requests = []
+        for source, a, b in self.receives:
+            for start, block in blocks:
+                if start <= a and b <= start + len(block):
+                    receive_requests.append(
+                        comm.Irecv(block[a - start:b - start], source=source, tag=TAG_HALO))
+                    break
+        outgoing = [(dest, self._host_rows(("out", dest), b - a, solver), a)
+                    for dest, a, b in self.sends]
+        events = [self._read_rows(solver, self.slab.local(a), rows) for _, rows, a in outgoing]
+        events = [event for event in events if event is not None]
+        if events:
+            import pyopencl as cl
+
+            cl.wait_for_events(events)
+        send_requests = [comm.Isend(rows, dest=dest, tag=TAG_HALO) for dest, rows, _ in outgoing]
+        self.world.MPI.Request.Waitall(receive_requests)
+        for start, block in blocks:
+            solver.write_rows(self.slab.local(start), block)
+            self.bytes_received += block.nbytes
+        self.world.MPI.Request.Waitall(send_requests)
+        self.exchanges += 1
+        self.seconds += time.perf_counter() - started
+
+    def allreduce_sum(self, value: float) -> float:
+        """The sum of ``value`` over ranks."""
+        return self.world.allreduce_sum(value)
+
+    def any_rank(self, flag: bool) -> bool:
+        """True on every rank when true on any (stop requests)."""
+        return self.world.any_rank(flag)
+
+    def owned_rows(self, solver: Any) -> tuple[int, int]:
+        """Padded local rows this rank owns (for residual sums)."""
+        return self.slab.owned_local
