@@ -57,6 +57,9 @@ CHECK_ENVIRONMENT = {
     "OCLGRIND_CHECK_API": "1",
     "OCLGRIND_BUILD_OPTIONS": "-cl-opt-disable",
     "OCLGRIND_MAX_ERRORS": "1000",
+    # 64 KiB of local memory (Oclgrind's default is 32 KiB), as on the GPUs oclsci tunes for,
+    # so that their default configurations run here too.
+    "OCLGRIND_LOCAL_MEM_SIZE": "65536",
     "PYOPENCL_NO_CACHE": "1",
 }
 
@@ -338,7 +341,7 @@ SHAPES = ((1, 1), (5, 3), (17, 40))
 TILE_SHAPES = ((16, 16), (17, 17))
 
 # Oclgrind's device limits (21.10): the configurations below fit them.
-OCLGRIND_LOCAL_MEM = 32 * 1024
+OCLGRIND_LOCAL_MEM = 64 * 1024  # see CHECK_ENVIRONMENT
 OCLGRIND_MAX_WORK_GROUP = 1024
 
 # The parameter space of each Jacobi kernel explored under Oclgrind: (params, local_size).
@@ -444,17 +447,34 @@ def jacobi_spaces() -> dict[str, list[tuple[dict, Any]]]:
     spaces: dict[str, list[tuple[dict, Any]]] = {}
     for name in KERNEL_NAMES:
         configs = [entry for entry in JACOBI_SPACES.get(name, []) if _fits_oclgrind(name, *entry)]
-        for is_cpu in (False, True):
-            try:
-                default = default_config(name, is_cpu=is_cpu, dtype="float32",
-                                         local_mem_bytes=OCLGRIND_LOCAL_MEM)
-            except TypeError:  # an older signature
-                default = default_config(name, is_cpu=is_cpu, dtype="float32")
-            entry = (dict(default.params), default.local_size)
+        for entry in _default_configs(name, default_config):
             if entry not in configs and _fits_oclgrind(name, *entry):
                 configs.append(entry)
         spaces[name] = configs
     return spaces
+
+
+def _default_configs(name: str, default_config: Any) -> list[tuple[dict, Any]]:
+    """Every configuration ``default_config`` gives for ``name`` on CPUs and GPUs, in both
+    precisions, for small and large grids and devices with less local memory or smaller
+    work-groups (its fallbacks), as far as Oclgrind can run them."""
+    import inspect
+
+    accepted = inspect.signature(default_config).parameters
+    found: list[tuple[dict, Any]] = []
+    for is_cpu in (False, True):
+        for dtype in ("float32", "float64"):
+            for shape in (None, (17, 40), (2048, 1024)):
+                for local_mem in (48 * 1024, 32 * 1024, 8 * 1024):
+                    for max_group in (OCLGRIND_MAX_WORK_GROUP, 128):
+                        options = {"dtype": dtype, "local_mem_bytes": local_mem, "shape": shape,
+                                   "max_work_group_size": max_group}
+                        options = {k: v for k, v in options.items() if k in accepted}
+                        default = default_config(name, is_cpu=is_cpu, **options)
+                        entry = (dict(default.params), default.local_size)
+                        if entry not in found:
+                            found.append(entry)
+    return found
 
 
 def simulated_work(name: str, params: dict, local_size: Any, shape: tuple[int, int],
