@@ -42,6 +42,10 @@ class KernelBuildError(OclsciError):
 
 
 class Interrupted(OclsciError):
-    """A run stopped on a signal after writing its checkpoint."""
+    """A run stopped on a signal (exit 75 when it wrote its checkpoint, else 128 + signal)."""
 
     exit_code = EXIT_INTERRUPTED
+
+    def __init__(self, message: str, exit_code: int = EXIT_INTERRUPTED):
+        super().__init__(message)
+        self.exit_code = exit_code

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import click
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, Interrupted
 from .options import device_option, dtype_option, quiet_option
 
 OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
@@ -18,20 +18,26 @@ OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
 class StopFlag:
     """Turns SIGTERM and SIGUSR1 (Slurm's warning before the time limit) into a flag.
 
-    The solver polls it between launches, writes its checkpoint and exits with code 75.
+    The solver polls it between launches, writes its checkpoint and exits with code 75;
+    without a checkpoint it stops with exit code 128 + the signal's number.
     """
 
     SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
     def __init__(self) -> None:
-        self.signal_name: str | None = None
+        self.signum: int | None = None
         self._previous: dict = {}
 
     def __call__(self) -> bool:
-        return self.signal_name is not None
+        return self.signum is not None
+
+    @property
+    def signal_name(self) -> str | None:
+        """Name of the signal received, if any."""
+        return None if self.signum is None else signal.Signals(self.signum).name
 
     def _handle(self, signum: int, frame: object) -> None:
-        self.signal_name = signal.Signals(signum).name
+        self.signum = signum
 
     def __enter__(self) -> StopFlag:
         for signum in self.SIGNALS:
@@ -104,7 +110,8 @@ def _progress_bar(total: int, start: int):
               help="Steps between residual checks with --tol.")
 @dtype_option
 @click.option("--kernel", default="auto", show_default=True,
-              help="Kernel: auto, seed, coalesced, blocked (see `oclsci tune`).")
+              help="Kernel: auto (tuned or per-device default, see `oclsci tune`), "
+                   "seed (the talk's), coalesced, blocked, temporal (GPUs), bands (CPUs).")
 @device_option
 @click.option("--checkpoint", type=click.Path(dir_okay=False),
               help="Checkpoint file (.npz): written every --checkpoint-every steps and on "
@@ -185,6 +192,12 @@ def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, ker
                          checkpoint=write_checkpoint if checkpoint else None,
                          checkpoint_every=checkpoint_every, progress=progress,
                          should_stop=stop_flag)
+        except Interrupted as error:
+            if not checkpoint:
+                raise Interrupted(f"stopped by {stop_flag.signal_name} at iteration "
+                                  f"{solver.iteration}; no output written (use --checkpoint to "
+                                  "keep the work)", exit_code=128 + stop_flag.signum) from None
+            raise
         finally:
             if bar is not None:
                 bar.render_finish()
