@@ -212,7 +212,7 @@ def test_jacobi_mpi_two_ranks_matches_single_rank(slurm, job_env, tmp_path):
     iterations = 2500
     ref = reference(tmp_path, job_env, inp, iterations)
     jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--ntasks-per-node=2",
-                   input="in.npy", iterations=iterations, output="mpi.npy", mpi="pmi2")
+                   input="in.npy", iterations=iterations, output="mpi.npy", srun_mpi="pmi2")
     log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
     info = finished(slurm, jobid, log, timeout=180)
     assert info["NumTasks"] == "2"
@@ -376,7 +376,7 @@ def test_jacobi_mpi_checkpoint_and_resubmission(slurm, job_env, tmp_path):
     iterations = _iterations_for(3, tmp_path, job_env, inp)
     jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--ntasks-per-node=2",
                    "--job-name=oclsci-mpi-signal", input="in.npy", iterations=iterations,
-                   output="out.npy", mpi="pmi2", checkpoint_every=iterations // 20,
+                   output="out.npy", srun_mpi="pmi2", checkpoint_every=iterations // 20,
                    args=" ".join(LONG_RUN))
     log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
     # MPICH installs a SIGUSR1 handler of its own at MPI_Init, so wait for the first periodic
