@@ -272,6 +272,21 @@ def test_test_spec_agrees_with_pyopencl(platforms, platform_answer, device_answe
         assert parse_test_spec(spec, platforms) == expected
 
 
+def test_oclsci_is_more_lenient_than_pyopencl_only_with_spaces_and_device_lists():
+    """Where oclsci and PyOpenCL part ways, on purpose: oclsci ignores spaces around names
+    (PyOpenCL finds no match) and refuses several devices in PYOPENCL_CTX (one device per
+    process; PyOpenCL makes a context on all of them)."""
+    platforms = platforms_like_a_workstation()
+    for spec in (" nvidia", "nvidia: 80gb", "cuda "):
+        assert _pyopencl_ctx_choice(spec, platforms) is None
+    assert parse_ctx_spec(" nvidia", platforms) == (1, 0)
+    assert parse_ctx_spec("nvidia: 80gb", platforms) == (1, 1)
+    assert parse_ctx_spec("cuda ", platforms) == (1, 0)
+    assert _pyopencl_ctx_choice("nvidia:0,1", platforms) == (1, 0)
+    with pytest.raises(DeviceError, match="names several devices"):
+        parse_ctx_spec("nvidia:0,1", platforms)
+
+
 @settings(max_examples=100, deadline=None)
 @given(fake_platforms, st.data())
 def test_every_listed_spec_selects_its_device(platforms, data):
