@@ -171,21 +171,28 @@ def select_device(
         return (*parse_test_spec(environ["PYOPENCL_TEST"], platforms), "PYOPENCL_TEST")
     if "PYOPENCL_CTX" in environ:
         return (*parse_ctx_spec(environ["PYOPENCL_CTX"], platforms), "PYOPENCL_CTX")
-    gpus = [
-        (p, d)
-        for p, platform in enumerate(platforms)
-        for d, device in enumerate(platform.get_devices())
-        if device.type & cl.device_type.GPU
-    ]
+    # Simulators such as Oclgrind claim every device type: real GPUs first, simulators last.
+    devices = [(p, d, device) for p, platform in enumerate(platforms)
+               for d, device in enumerate(platform.get_devices())]
+    gpus = [(p, d) for p, d, device in devices if is_real_gpu(device)]
     if gpus:
         if local_rank is not None:
             # Spread ranks over the GPUs of the node, one rank per GPU.
             return (*gpus[local_rank % len(gpus)], f"node-local rank {local_rank}")
         return (*gpus[0], "first GPU")
-    for p, platform in enumerate(platforms):
-        if platform.get_devices():
-            return p, 0, "first device"
+    for p, d, device in sorted(devices, key=lambda entry: claims_every_type(entry[2])):
+        return p, d, "first device"
     raise NoPlatformError(NO_PLATFORM_HELP)
+
+
+def claims_every_type(device: Any) -> bool:
+    """True for devices reporting both GPU and CPU types (simulators such as Oclgrind)."""
+    return bool(device.type & cl.device_type.GPU) and bool(device.type & cl.device_type.CPU)
+
+
+def is_real_gpu(device: Any) -> bool:
+    """True for GPUs, not counting simulators that claim every device type."""
+    return bool(device.type & cl.device_type.GPU) and not claims_every_type(device)
 
 
 def device_type_name(device: Any) -> str:
@@ -305,8 +312,8 @@ class ComputeContext:
 
     @property
     def is_gpu(self) -> bool:
-        """True for GPU devices."""
-        return bool(self.device.type & cl.device_type.GPU)
+        """True for GPU devices (not simulators claiming every type)."""
+        return is_real_gpu(self.device)
 
     @property
     def supports_fp64(self) -> bool:

@@ -411,6 +411,8 @@ class ElementwiseKernel:
         spans = []
         for arg in arrays:
             a = arg.value
+            if a.size == 0:  # PyOpenCL allocates no buffer for an empty array
+                continue
             start = a.offset
             spans.append((a.base_data.int_ptr, start, start + a.nbytes, a.dtype, arg.param.name))
         for k, (ptr, start, end, dtype, name) in enumerate(spans):

@@ -79,8 +79,8 @@ class JacobiSolver:
         self.x_buffers = [cl.Buffer(ctx, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=x_start)
                           for _ in range(2)]
         self.current = 0
-        self._rhs_norm_rows: dict[tuple[int, int], float] = {}
         self._rhs_host = padded_rhs
+        self._rhs_cumulative_squares: np.ndarray | None = None
         self._build_kernels()
 
     def _padded(self, interior: np.ndarray) -> np.ndarray:
@@ -239,8 +239,19 @@ class JacobiSolver:
     def rhs_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
         """Sum of B squared over padded rows first_row..last_row (float64, on the host)."""
         last_row = self.m if last_row is None else last_row
-        rows = self._rhs_host[first_row:last_row + 1, 1:self.n + 1].astype(np.float64)
-        return float(np.sum(rows * rows))
+        if self._rhs_cumulative_squares is None:
+            # Once per solver, a few rows at a time: cumulative per-row sums of B squared.
+            row_sums = np.zeros(self.m + 2)
+            chunk = max(1, (1 << 22) // max(self.n, 1))
+            for start in range(1, self.m + 1, chunk):
+                rows = self._rhs_host[start:min(start + chunk, self.m + 1), 1:self.n + 1]
+                rows = rows.astype(np.float64)
+                row_sums[start:start + len(rows)] = np.einsum("ij,ij->i", rows, rows)
+            self._rhs_cumulative_squares = np.concatenate(([0.0], np.cumsum(row_sums)))
+        if last_row < first_row:
+            return 0.0
+        cumulative = self._rhs_cumulative_squares
+        return float(cumulative[last_row + 1] - cumulative[first_row])
 
 
 @dataclass

@@ -390,12 +390,6 @@ def test_oclgrind_claims_every_device_type(two_platforms):
     assert "GPU" in types["Oclgrind"] and "CPU" in types["Oclgrind"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "oclsci.device.select_device takes Oclgrind's simulator (type CL_DEVICE_TYPE_ALL, so "
-    "'GPU') as the first GPU when nothing is chosen: a user with Oclgrind registered gets the "
-    "simulator by default (and node-local ranks are spread over it). Suggested fix: count as "
-    "GPUs only devices whose type has GPU without CPU, and rank such all-type devices last "
-    "for 'first device'"))
 def test_default_prefers_a_real_device_to_the_simulator(two_platforms):
     env, platforms = two_platforms
     chosen = _select(env)

@@ -54,7 +54,9 @@ def test_one_pixel_per_work_item_matches_vectors(any_compute):
     vector = mandelbrot(**ZOOM, device=any_compute, vector_width=4, return_z=True)
     assert np.array_equal(scalar.counts, vector.counts)
     assert np.array_equal(scalar.z, vector.z)
-    assert np.array_equal(scalar.smooth, vector.smooth)
+    # The smooth count goes through log(); vector and scalar log may differ in the last bit
+    # (seen on NVIDIA's driver).
+    np.testing.assert_allclose(scalar.smooth, vector.smooth, rtol=1e-6, atol=0)
 
 
 def test_bands_of_rows_make_the_image(any_compute):

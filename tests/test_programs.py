@@ -41,6 +41,8 @@ def test_every_template_is_named_after_its_kernel():
     for name in names:
         text = (programs.template_dir() / f"{name}.cl.mako").read_text()
         assert '<%inherit file="base.cl.mako"/>' in text
+        if name == "elementwise":
+            continue  # its kernels take the name the user gives (see oclsci.elementwise)
         assert f" {name}(" in text, f"kernels/{name}.cl.mako must define kernel {name}"
 
 

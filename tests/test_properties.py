@@ -334,14 +334,6 @@ def test_elementwise_ops_equal_numpy(compute):
     check()
 
 
-EMPTY_DEVICE_ARRAYS = (
-    "oclsci.elementwise.ElementwiseKernel._check_overlaps reads `a.base_data.int_ptr`, but "
-    "PyOpenCL allocates no buffer for an empty array (base_data is None): any call with "
-    "empty pyopencl arrays raises AttributeError (the NumPy path returns an empty result). "
-    "Suggested fix: skip arrays with size 0 in _check_overlaps")
-
-
-@pytest.mark.xfail(strict=True, reason=EMPTY_DEVICE_ARRAYS)
 def test_elementwise_on_empty_device_arrays(compute):
     import pyopencl.array as cla
 

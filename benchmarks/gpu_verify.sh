@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Check and time oclsci on a GPU machine, in two stages that each fit a 10-minute call:
+#   bash benchmarks/gpu_verify.sh checks   # tests on the GPU, every Jacobi kernel on the seed's
+#                                          # case against NumPy, Mandelbrot and axpy targets
+#   bash benchmarks/gpu_verify.sh bench    # the full `oclsci bench all` table
+# Results go to $OUT (default ./gpu-out). Needs the GPU to be the first device (PYOPENCL_CTX).
+set -u
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+export PYOPENCL_CTX=${PYOPENCL_CTX:-0:0} PYTHONUNBUFFERED=1
+log() { echo "== $*"; }
+
+checks() {
+    log "devices"; python3 -m oclsci devices
+    log "tests on the GPU"
+    OCLSCI_TEST_DEVICES=$PYOPENCL_CTX timeout 300 python3 -m pytest -q -p no:cacheprovider \
+        tests/test_jacobi_kernels.py tests/test_mandelbrot.py tests/test_elementwise.py \
+        tests/test_programs.py tests/test_jacobi_cli.py -k "not signal and not sigterm" 2>&1 | tail -15
+    log "seed case: 400x266 built-in picture, 150000 steps, every kernel suited to the device"
+    python3 - "$out" <<'PY'
+import subprocess, sys, time
+import numpy as np
+from oclsci.device import create_context
+from oclsci.jacobi_reference import jacobi_numpy, laplacian
+from oclsci.jacobi_tuning import suited_kernels
+from oclsci.picture import builtin_picture
+out = sys.argv[1]
+rhs = laplacian(builtin_picture())
+np.save(f"{out}/rhs.npy", rhs)
+kernels = ("auto",) + suited_kernels(create_context())
+for kernel in kernels:
+    result = subprocess.run([sys.executable, "-m", "oclsci", "jacobi", f"{out}/rhs.npy",
+                             "--kernel", kernel, "-o", f"{out}/x_{kernel}.npy"],
+                            capture_output=True, text=True)
+    lines = [l for l in result.stdout.splitlines() if l.startswith(("kernel", "device time", "per step"))]
+    print(f"--- {kernel} (exit {result.returncode})", *lines, result.stderr.strip()[-300:], sep="\n  ")
+start = time.perf_counter()
+reference = jacobi_numpy(rhs, 150000)
+print(f"NumPy (the seed's code), 150000 steps: {time.perf_counter() - start:.2f} s")
+for kernel in kernels:
+    x = np.load(f"{out}/x_{kernel}.npy")
+    print(f"{kernel}: equal to NumPy bit for bit: {np.array_equal(x, reference)}; "
+          f"max |diff| {np.abs(x.astype(np.float64) - reference).max():.3g}")
+PY
+    log "mandelbrot: seed case, kernel only / with copy back / float64"
+    python3 -m oclsci mandelbrot --no-image --repeat 20
+    python3 -m oclsci mandelbrot -o "$out/mandelbrot.png" --repeat 20
+    python3 -m oclsci mandelbrot --dtype float64 --no-image --repeat 10
+    python3 -c "
+import numpy as np
+from oclsci.mandelbrot import mandelbrot
+from oclsci.mandelbrot_reference import mandelbrot_set_np
+r = mandelbrot(return_z=True)
+Z, N = mandelbrot_set_np(-2.25, .75, -1.25, 1.25, 1500, 1250, 400, 2.0**40)
+print('mandelbrot agreement with the seed NumPy code: counts', (r.counts == N).mean(), 'z', (r.z == Z).mean())"
+    log "axpy 2^28 float32 against copy bandwidth"
+    python3 -m oclsci elementwise axpy --size 268435456 --repeat 20
+    python3 -m oclsci elementwise axpy --size 268435456 --repeat 20 --per-item 4
+}
+
+bench() {
+    python3 -m oclsci bench all --json "$out/bench-gpu.json" --markdown "$out/bench-gpu.md" \
+        --plot "$out/bench-gpu.png" --quiet
+}
+
+case "${1:-checks}" in
+    checks) checks 2>&1 | tee "$out/checks.txt" ;;
+    bench) bench 2>&1 | tee "$out/bench.txt" ;;
+    *) echo "usage: $0 checks|bench" >&2; exit 2 ;;
+esac
