@@ -91,7 +91,8 @@ def parse_ctx_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
     """Resolve a ``PYOPENCL_CTX``-style SPEC to ``(platform_index, device_index)``."""
     answers = spec.split(":")
     if len(answers) > 2:
-        raise _no_match("too many ':'-separated parts (expected PLATFORM[:DEVICE])", spec, platforms)
+        raise _no_match("too many ':'-separated parts (expected PLATFORM[:DEVICE])", spec,
+                        platforms)
     platform_answer = answers[0]
     platform_index = (
         0
@@ -112,7 +113,8 @@ def parse_ctx_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
             platforms,
         )
     device_index = (
-        0 if not device_answer else _pick(devices, device_answer, last_match=False, with_vendor=False)
+        0 if not device_answer
+        else _pick(devices, device_answer, last_match=False, with_vendor=False)
     )
     if device_index is None:
         raise _no_match(f"no device of platform {platform_index} matches {device_answer!r}", spec,
@@ -180,9 +182,10 @@ def select_device(
             # Spread ranks over the GPUs of the node, one rank per GPU.
             return (*gpus[local_rank % len(gpus)], f"node-local rank {local_rank}")
         return (*gpus[0], "first GPU")
-    for p, d, device in sorted(devices, key=lambda entry: claims_every_type(entry[2])):
-        return p, d, "first device"
-    raise NoPlatformError(NO_PLATFORM_HELP)
+    if not devices:
+        raise NoPlatformError(NO_PLATFORM_HELP)
+    p, d, _ = min(devices, key=lambda entry: claims_every_type(entry[2]))
+    return p, d, "first device"
 
 
 def claims_every_type(device: Any) -> bool:

@@ -330,8 +330,10 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
     progress_every = max(solver.steps_per_launch, (iterations - start) // 200) if progress else 0
     periods = [p for p in (halo.steps_between_exchanges, check_every if tol else 0,
                            checkpoint_every if checkpoint else 0, progress_every) if p]
-    if should_stop is not None and not periods:
-        periods.append(max(solver.steps_per_launch, (iterations - start) // 100))
+    if should_stop is not None:
+        # Poll for a stop request every 64 launches, or 100 times a run if that is more often.
+        periods.append(solver.steps_per_launch * max(1, min(64, (iterations - start) // 100
+                                                            // solver.steps_per_launch)))
     converged = False
     while solver.iteration < iterations:
         done = solver.iteration

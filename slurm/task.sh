@@ -18,9 +18,10 @@ root=${OCLSCI_ROOT:?OCLSCI_ROOT is not set (run through slurm/common.sh)}
 rank=${SLURM_PROCID:-0}
 scratch=${TMPDIR:-/tmp}/oclsci-$(id -u)
 
-# Several ranks sharing PoCL's kernel cache can crash PoCL: one cache per rank. PyOpenCL's
-# cache lock in an NFS home blocks the other nodes: a node-local cache unless one is set.
-export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$scratch/pocl}/rank$rank
+# Several processes sharing PoCL's kernel cache can crash PoCL: one cache per job and rank
+# (jobs of a chain, or of an array, may run side by side on a node). PyOpenCL's cache lock in
+# an NFS home blocks the other nodes: a node-local cache unless one is set.
+export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$scratch/pocl}/job${SLURM_JOB_ID:-0}-rank$rank
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$scratch/cache}
 
 if [ "${OCLSCI_USE_GUIX:-no}" = yes ]; then

@@ -222,8 +222,9 @@ def test_grid_larger_than_device_memory_is_refused_before_allocating(any_compute
         any_compute.check_allocation(memory + 1, "a grid")
     # The solver asks before it allocates: pretend the device has 1 KiB.
     real_check = ComputeContext.check_allocation
-    monkeypatch.setattr(ComputeContext, "check_allocation",
-                        lambda self, nbytes, what: real_check(self, nbytes * (memory // 1024), what))
+    monkeypatch.setattr(
+        ComputeContext, "check_allocation",
+        lambda self, nbytes, what: real_check(self, nbytes * (memory // 1024), what))
     with pytest.raises(DeviceError, match="64x64 float32 grid needs"):
         JacobiSolver(any_compute, np.ones((64, 64)), dtype=np.float32)
 

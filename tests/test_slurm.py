@@ -179,12 +179,18 @@ LONG_RUN = ("--kernel", "coalesced")
 
 
 def _iterations_for(seconds: float, tmp: Path, env: dict, inp: Path) -> int:
-    """Iterations that take about `seconds` on this machine (timed on a short run)."""
-    probe = 20000
-    r = oclsci("jacobi", str(inp), "--iterations", str(probe), *LONG_RUN, env=env, cwd=tmp)
-    assert r.returncode == 0, r.stderr
-    wall = float(re.search(r"wall ([0-9.]+) s", r.stdout).group(1))  # the loop alone
-    return max(int(probe * seconds / max(wall, 1e-3)), probe)
+    """Iterations that take about `seconds` here, from two short timed runs (their difference
+    leaves out PoCL's compilation at the first launch). Jobs may run faster than this estimate
+    (Slurm gives a task one CPU, where PoCL's threads cost less on small grids)."""
+    def device_time(iterations: int) -> float:
+        r = oclsci("jacobi", str(inp), "--iterations", str(iterations), *LONG_RUN, env=env,
+                   cwd=tmp)
+        assert r.returncode == 0, r.stderr
+        return float(re.search(r"device time ([0-9.]+) s", r.stdout).group(1))
+
+    short, long = 20000, 100000
+    per_step = (device_time(long) - device_time(short)) / (long - short)
+    return max(int(seconds / max(per_step, 1e-8)), long)
 
 
 def test_jacobi_sbatch_matches_direct_run(slurm, job_env, tmp_path):
@@ -228,7 +234,7 @@ def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
     inp = write_input(tmp_path / "in.npy", shape=(128, 96))
     # Long enough to be still running when the signal comes (slurmctld checks time limits
     # every 30 s), short enough for CI; the reference runs meanwhile, beside the job.
-    iterations = _iterations_for(45, tmp_path, job_env, inp)
+    iterations = _iterations_for(60, tmp_path, job_env, inp)
     ref_run = subprocess.Popen(
         [sys.executable, "-m", "oclsci", "jacobi", str(inp), "--iterations", str(iterations),
          *LONG_RUN, "-o", str(tmp_path / "ref.npy"), "--quiet"],
@@ -273,7 +279,7 @@ def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path)
     """`scancel` stops a run with a checkpoint but does not start the chain again; the
     checkpoint then resumes by hand (OCLSCI_RESUME) to the uninterrupted result."""
     inp = write_input(tmp_path / "in.npy", shape=(96, 64))
-    iterations = _iterations_for(5, tmp_path, job_env, inp)
+    iterations = _iterations_for(15, tmp_path, job_env, inp)
     jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, "--job-name=oclsci-cancel",
                    input="in.npy", iterations=iterations, output="out.npy",
                    args=" ".join(LONG_RUN))
@@ -340,7 +346,7 @@ def test_guix_environment_and_signal_to_the_step(slurm, job_env, tmp_path):
                FAKE_GUIX_LOG=str(tmp_path / "guix.log"), OCLSCI_GUIX_VARIANT="cpu")
     env.pop("OCLSCI_USE_GUIX")  # auto
     inp = write_input(tmp_path / "in.npy", shape=(96, 64))
-    iterations = _iterations_for(5, tmp_path, job_env, inp)
+    iterations = _iterations_for(15, tmp_path, job_env, inp)
     jobid = submit(slurm, "jacobi.sbatch", env, tmp_path, "--job-name=oclsci-guix",
                    input="in.npy", iterations=iterations, output="out.npy",
                    args=" ".join(LONG_RUN))

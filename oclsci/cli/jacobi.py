@@ -29,7 +29,15 @@ class StopFlag:
         self._previous: dict = {}
 
     def __call__(self) -> bool:
+        # PoCL's LLVM installs its own SIGTERM/SIGUSR1 handlers when it first compiles (after
+        # this flag was set up): take the signals back at every poll.
+        self._install()
         return self.signum is not None
+
+    def _install(self) -> None:
+        for signum in self.SIGNALS:
+            previous = signal.signal(signum, self._handle)
+            self._previous.setdefault(signum, previous)
 
     @property
     def signal_name(self) -> str | None:
@@ -40,8 +48,7 @@ class StopFlag:
         self.signum = signum
 
     def __enter__(self) -> StopFlag:
-        for signum in self.SIGNALS:
-            self._previous[signum] = signal.signal(signum, self._handle)
+        self._install()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -175,24 +182,27 @@ def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, ker
     from ..jacobi import JacobiSolver, run, validate_rhs
 
     validate_rhs(problem.rhs)
-    compute = create_context(device, quiet=quiet)
-    solver = JacobiSolver(compute, problem.rhs, x0=problem.x0, dtype=dtype, kernel=kernel)
-    solver.iteration = problem.iteration
 
     def write_checkpoint(current) -> None:
         save_checkpoint(checkpoint, Checkpoint(x=current.read(), rhs=problem.rhs,
                                                iteration=current.iteration,
                                                original=problem.original))
 
-    show_progress = not quiet and sys.stderr.isatty() and iterations > problem.iteration
-    bar, progress = _progress_bar(iterations, problem.iteration) if show_progress else (None, None)
+    # Catch SIGTERM/SIGUSR1 from here on: one arriving while kernels build still gets its
+    # checkpoint, written after the first launches.
     with StopFlag() as stop_flag:
+        compute = create_context(device, quiet=quiet)
+        solver = JacobiSolver(compute, problem.rhs, x0=problem.x0, dtype=dtype, kernel=kernel)
+        solver.iteration = problem.iteration
+        show_progress = not quiet and sys.stderr.isatty() and iterations > problem.iteration
+        bar, progress = (_progress_bar(iterations, problem.iteration) if show_progress
+                         else (None, None))
         try:
             result = run(solver, iterations, tol=tol, check_every=check_every,
                          checkpoint=write_checkpoint if checkpoint else None,
                          checkpoint_every=checkpoint_every, progress=progress,
                          should_stop=stop_flag)
-        except Interrupted as error:
+        except Interrupted:
             if not checkpoint:
                 raise Interrupted(f"stopped by {stop_flag.signal_name} at iteration "
                                   f"{solver.iteration}; no output written (use --checkpoint to "
@@ -217,14 +227,14 @@ def print_summary(compute, solver, result, problem: Problem, x: np.ndarray) -> N
     """Print the end-of-run summary (device, grid, kernel, timings, residual)."""
     cells = solver.m * solver.n
     steps = result.extra["steps_run"]
+    this_run = f" ({steps} in this run)" if steps != result.iterations else ""
+    converged = " (converged: residual below --tol)" if result.converged else ""
     lines = [
         f"device      {compute.spec} {compute.name}",
         f"input       {problem.source}",
         f"grid        {solver.m} x {solver.n} {solver.dtype.name}",
         f"kernel      {solver.config.describe()}",
-        f"iterations  {result.iterations}" + (f" ({steps} in this run)" if steps != result.iterations
-                                              else "")
-        + (" (converged: residual below --tol)" if result.converged else ""),
+        f"iterations  {result.iterations}{this_run}{converged}",
         f"device time {result.device_seconds:.4f} s ({result.timing_source}); "
         f"wall {result.wall_seconds:.4f} s",
     ]
