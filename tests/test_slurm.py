@@ -171,6 +171,9 @@ def _wait_until_computing(slurm: SlurmCluster, jobid: int, output: Path, log: Pa
         return False
 
     _wait_for(ready, 120, f"job {jobid}: oclsci jacobi did not start")
+    # PoCL's LLVM takes SIGUSR1 while it compiles the first kernels; oclsci takes it back at its
+    # first poll. Signal a running computation, as Slurm's warning before the limit does.
+    time.sleep(3)
 
 
 # The long runs use one kernel, so that the short timed run predicts them (`--kernel auto`
