@@ -124,6 +124,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     os.close(handle)
     try:
         yield Path(temporary)
+        # mkstemp makes 0600 files: give the result the usual permissions (0666 less umask).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
     except BaseException:
         with contextlib.suppress(OSError):
