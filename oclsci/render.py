@@ -12,16 +12,15 @@ that a reader never sees a partial file and nothing is left behind on error.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .errors import InputError
+from .io import atomic_path
 
 AZDEG = 315.0
 ALTDEG = 10.0
@@ -189,31 +188,11 @@ def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower") -> 
     return np.clip(np.round(rgb * 255.0), 0, 255).astype(np.uint8)
 
 
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success rename it to ``path``, else delete it."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"cannot write {target}: folder {folder} does not exist")
-    handle, temp_name = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(handle)
-    temp = Path(temp_name)
-    try:
-        yield temp
-        # mkstemp makes the file private; give it the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temp, 0o666 & ~umask)
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temp.unlink()
-        raise
-
-
 def write_atomically(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
     """Call ``write(temp_path)`` then move the file to ``path`` atomically; return ``path``."""
+    folder = Path(path).parent if str(Path(path).parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"cannot write {path}: folder {folder} does not exist")
     with atomic_path(path) as temp:
         write(temp)
     return Path(path)
