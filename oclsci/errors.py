@@ -32,6 +32,10 @@ class InputError(OclsciError):
     """A missing, unreadable or invalid input file, array or parameter."""
 
 
+class OutputError(OclsciError):
+    """An output that cannot be written (folder gone, disk full, permission): names the file."""
+
+
 class KernelBuildError(OclsciError):
     """An OpenCL program failed to build; carries the build log and the saved source path."""
 

@@ -8,16 +8,20 @@ an interrupted or failed run never leaves a half-written output.
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import os
+import socket
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, OclsciError, OutputError
+from .signals import SignalExit
 
 IMAGE_SUFFIXES = (".png", ".pgm", ".pnm", ".tif", ".tiff", ".bmp")
 ARRAY_SUFFIXES = (".npy",)
@@ -115,24 +119,84 @@ def check_output_path(path: str | os.PathLike | None, suffixes: tuple[str, ...])
     return path
 
 
+def _temporary_prefix(path: Path) -> str:
+    """``.NAME.HASH.`` with NAME cut short: temporary names stay far below NAME_MAX (255)."""
+    digest = hashlib.sha1(path.name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f".{path.name[:64]}.{digest}."
+
+
+def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
+    """Remove temporary files of this output left by processes of this host that died."""
+    host = _HOST_TAG
+    for candidate in folder.glob(glob.escape(prefix) + "*.tmp"):
+        owner = candidate.name[len(prefix):].split(".", 1)[0]  # HOST-PID
+        tag, _, pid = owner.partition("-")
+        if tag != host or not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):
+                candidate.unlink()
+        except OSError:
+            pass  # alive, owned by someone else
+
+
+_HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:4]
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it to ``path`` only on success."""
+    """Yield a temporary path beside ``path``; rename it to ``path`` only on success.
+
+    On any failure or signal the temporary file is removed; an OSError becomes an
+    :class:`OutputError` naming ``path``. Temporary files that a killed run (kill -9) left
+    for the same output are removed first.
+    """
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                         dir=path.parent if str(path.parent) else ".")
-    os.close(handle)
+    folder = path.parent if str(path.parent) else Path(".")
+    prefix = _temporary_prefix(path)
+    _remove_stale_temporaries(folder, prefix)
+    temporary = None
     try:
+        handle, temporary = tempfile.mkstemp(prefix=f"{prefix}{_HOST_TAG}-{os.getpid()}.",
+                                             suffix=".tmp", dir=folder)
+        os.close(handle)
         yield Path(temporary)
         # mkstemp makes 0600 files: give the result the usual permissions (0666 less umask).
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)
         os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+    except BaseException as error:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise OutputError(f"{path}: cannot write ({error.strerror or error})") from None
         raise
+
+
+def write_outputs(writes: Iterable[tuple[Any, Callable[[], Any]]]) -> list[str]:
+    """Run ``(path, write)`` pairs in order (a None path is skipped); return the paths written.
+
+    If one fails, or a signal stops it, the error says which outputs were already written.
+    """
+    written: list[str] = []
+    for path, write in writes:
+        if path is None:
+            continue
+        try:
+            write()
+        except SignalExit as stop:
+            stop.written = list(written)
+            raise
+        except OclsciError as error:
+            if written:
+                error.args = (f"{error}; written before it: {', '.join(written)}",)
+            raise
+        written.append(str(path))
+    return written
 
 
 def to_uint8(array: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ from .device import ComputeContext, as_compute_context
 from .errors import InputError, Interrupted
 from .jacobi_tuning import KERNELS, MULTI_STEP, KernelConfig, choose_config
 from .launcher import Launch
+from .pacing import Pacer
 
 KERNEL_NAMES = KERNELS
 # Launches enqueued between throttling events (see JacobiSolver.advance).
@@ -141,56 +142,47 @@ class JacobiSolver:
         self.config = config
         self._build_kernels()
 
-    def advance(self, steps: int, stopwatch: Any = None) -> None:
-        """Enqueue ``steps`` Jacobi steps (no host synchronisation).
+    def advance(self, steps: int, stopwatch: Any = None) -> Any:
+        """Enqueue ``steps`` Jacobi steps without waiting; return the last launch's event.
 
-        Full launches of ``steps_per_launch`` steps, then one launch for the remainder. With a
-        stopwatch, the first and the last launch carry events for it; the others have none.
+        Full launches of ``steps_per_launch`` steps, then one launch for the remainder. Only
+        the last launch, the first one when a stopwatch times the run, and one launch in
+        ``LAUNCH_BATCH`` (the host waits for the batch before last, so that a long call
+        never queues more than two batches) carry an event. Returns None for no steps.
         """
         full_launches, remainder = divmod(int(steps), self.steps_per_launch)
         current = self.current
-        launches = [self._launches[current], self._launches[current ^ 1]]
-        timed = stopwatch is not None
-        first, last = 0, full_launches
-        if timed and full_launches:
-            # Events on the first launch and, unless a remainder launch follows, the last.
-            event = launches[0].with_event()
-            if stopwatch.first_event is None:
-                stopwatch.record(event)
-            stopwatch.record(event)
-            first = 1
-            if not remainder and full_launches > 1:
-                last = full_launches - 1
+        launches = (self._launches[current], self._launches[current ^ 1])
         fast = (launches[0].fast, launches[1].fast)
-        k = first
-        while k < last:
-            # Batches of launches without events; an event ends each full batch, and the host
-            # waits for the one of two batches before, so that the queue's backlog stays small.
-            batch_end = min(last, k + LAUNCH_BATCH)
+        event = None
+        k = 0
+        if stopwatch is not None and full_launches:
+            event = launches[0].with_event()
+            stopwatch.record(event)
+            k = 1
+        # The launches before the last full one: batches without events, one event per batch.
+        while k < full_launches - 1:
+            batch_end = min(full_launches - 1, k + LAUNCH_BATCH)
+            for j in range(k, batch_end - 1):
+                fast[j & 1]()
             if batch_end - k == LAUNCH_BATCH:
-                for j in range(k, batch_end - 1):
-                    fast[j & 1]()
                 self._throttle(launches[(batch_end - 1) & 1].with_event())
             else:
-                for j in range(k, batch_end):
-                    fast[j & 1]()
+                fast[(batch_end - 1) & 1]()
             k = batch_end
-        if last < full_launches:
-            stopwatch.record(launches[last & 1].with_event())
+        if k < full_launches:
+            event = launches[k & 1].with_event()
         current ^= full_launches & 1
         if remainder:
             launch = self._remainder_launches[current]
             launch.kernel.set_arg(6, np.int32(remainder))
-            if timed:
-                event = launch.with_event()
-                if stopwatch.first_event is None:
-                    stopwatch.record(event)
-                stopwatch.record(event)
-            else:
-                launch.fast()
+            event = launch.with_event()
             current ^= 1
+        if stopwatch is not None and event is not None:
+            stopwatch.record(event)
         self.current = current
         self.iteration += int(steps)
+        return event
 
     @property
     def x_buffer(self) -> Any:
@@ -292,9 +284,9 @@ class SingleDevice:
         """The sum over one device is the value itself."""
         return value
 
-    def any_rank(self, flag: bool) -> bool:
-        """One device: the flag itself."""
-        return flag
+    def agree(self, stop: bool, launches: int) -> tuple[bool, int]:
+        """One device: its own stop request and chunk size."""
+        return stop, launches
 
     def owned_rows(self, solver: JacobiSolver) -> tuple[int, int]:
         """All interior rows belong to the one device."""
@@ -313,60 +305,68 @@ def relative_residual(solver: JacobiSolver, halo: Any = None) -> float:
 def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
         check_every: int = 1000, checkpoint: Callable[[JacobiSolver], None] | None = None,
         checkpoint_every: int = 0, progress: Callable[[int, int], None] | None = None,
-        should_stop: Callable[[], bool] | None = None, halo: Any = None) -> JacobiResult:
+        should_stop: Callable[[], bool] | None = None, halo: Any = None,
+        residual: bool = True) -> JacobiResult:
     """Advance ``solver`` until it has done ``iterations`` steps in all (or met ``tol``).
 
     Between chunks of launches: exchange halos (``halo``), test the residual every
     ``check_every`` steps when ``tol`` is set, call ``checkpoint`` every ``checkpoint_every``
     steps, report ``progress(done, total)``, and on ``should_stop()`` write a checkpoint and
-    raise :class:`Interrupted`.
+    raise :class:`Interrupted`. The host stays about a tenth of a second of device work ahead
+    (:class:`~oclsci.pacing.Pacer`) and polls ``should_stop`` that often. ``residual=False``
+    skips the final residual (NaN in the result), for timings.
     """
     if iterations < 0:
         raise InputError(f"iterations must be >= 0, got {iterations}")
     halo = halo or SingleDevice()
     stopwatch = solver.compute.stopwatch()
     start = solver.iteration
-    # Host synchronisation points: progress about 200 times a run, and every boundary below.
-    progress_every = max(solver.steps_per_launch, (iterations - start) // 200) if progress else 0
+    spl = solver.steps_per_launch
+    # Host synchronisation points that the options ask for; between them, the pacer keeps
+    # the host about a tenth of a second ahead of the device and sets when to poll.
     periods = [p for p in (halo.steps_between_exchanges, check_every if tol else 0,
-                           checkpoint_every if checkpoint else 0, progress_every) if p]
-    if should_stop is not None:
-        # Poll for a stop request every 64 launches, or 100 times a run if that is more often.
-        periods.append(solver.steps_per_launch * max(1, min(64, (iterations - start) // 100
-                                                            // solver.steps_per_launch)))
+                           checkpoint_every if checkpoint else 0) if p]
+    pacer = Pacer()
+    next_poll = start + pacer.launches() * spl
     converged = False
     while solver.iteration < iterations:
         done = solver.iteration
-        chunk_end = min([iterations] + [(done // p + 1) * p for p in periods])
-        solver.advance(chunk_end - done, stopwatch)
+        chunk_end = min([iterations, next_poll] + [(done // p + 1) * p for p in periods])
+        steps = chunk_end - done
+        pacer.submitted(solver.advance(steps, stopwatch), -(-steps // spl))
         done = solver.iteration
         if halo.steps_between_exchanges and done % halo.steps_between_exchanges == 0:
             halo.exchange(solver)
-        if progress:
-            solver.compute.queue.finish()
-            progress(done, iterations)
         if tol and done % check_every == 0 and relative_residual(solver, halo) < tol:
             converged = True
             break
         if checkpoint and checkpoint_every and done % checkpoint_every == 0 and done < iterations:
             checkpoint(solver)
-        if should_stop is not None and halo.any_rank(should_stop()):
+        if done < next_poll:
+            continue
+        # Every rank polls at the same step and agrees on the next poll.
+        stop, launches = halo.agree(should_stop() if should_stop else False, pacer.launches())
+        next_poll = done + launches * spl
+        if progress:
+            progress(done, iterations)
+        if stop:
             stopwatch.stop()
             if checkpoint:
                 checkpoint(solver)
                 raise Interrupted(f"stopped by a signal at iteration {done}; checkpoint written, "
                                   "resume with --resume")
             raise Interrupted(f"stopped by a signal at iteration {done}; no checkpoint requested")
+    pacer.drain()
     if halo.steps_between_exchanges and solver.iteration % halo.steps_between_exchanges:
         halo.exchange(solver)
     stopwatch.stop()
-    residual = relative_residual(solver, halo)
-    if tol and residual < tol:
+    final = relative_residual(solver, halo) if residual else math.nan
+    if tol and final < tol:
         converged = True
     return JacobiResult(
         x=np.empty(0), iterations=solver.iteration, kernel=solver.config.name,
         config=solver.config, device_seconds=stopwatch.device_seconds,
-        wall_seconds=stopwatch.wall_seconds, timing_source=stopwatch.source, residual=residual,
+        wall_seconds=stopwatch.wall_seconds, timing_source=stopwatch.source, residual=final,
         converged=converged, extra={"steps_run": solver.iteration - start},
     )
 

@@ -28,6 +28,7 @@ from . import programs
 from .device import ComputeContext, Stopwatch, as_compute_context
 from .errors import InputError
 from .mandelbrot_reference import coordinates, log_horizon_of
+from .pacing import Pacer
 
 DEFAULTS = {
     "width": 1500, "height": 1250, "maxiter": 400,
@@ -42,6 +43,9 @@ DEFAULT_UNROLL = 4
 
 # Work-group shape of the one-pixel-per-work-item kernel (GPUs): 32 x 8 = 256 work-items.
 GPU_LOCAL_SIZE = (32, 8)
+# Long images go in bands of rows (whole work-groups), the first one about
+# ITERATIONS_PER_LAUNCH iterations (the seed's image is one launch).
+ITERATIONS_PER_LAUNCH = 2**32
 
 
 @dataclass
@@ -243,6 +247,11 @@ class MandelbrotRenderer:
             self.local_size = None
             self.global_size = (items, self.row_count)
 
+    @property
+    def row_unit(self) -> int:
+        """Rows of one work-group: bands of rows are whole multiples of it."""
+        return 1 if self.local_size is None else self.local_size[1]
+
     def _buffer(self, name: str, nbytes: int) -> Any:
         if getattr(self, name) is None:
             setattr(self, name, cl.Buffer(self.compute.context, cl.mem_flags.WRITE_ONLY, nbytes))
@@ -255,8 +264,12 @@ class MandelbrotRenderer:
             numpy_fma=True, unroll=self.unroll, want_z=bool(want_z),
             want_smooth=bool(want_smooth))
 
-    def enqueue(self, want_z: bool = False, want_smooth: bool = True) -> Any:
-        """Launch the kernel without waiting; return its event."""
+    def enqueue(self, want_z: bool = False, want_smooth: bool = True,
+                rows: tuple[int, int] | None = None) -> Any:
+        """Launch the kernel without waiting; return its event.
+
+        ``rows=(first, count)`` launches only those rows of the band (a global offset).
+        """
         pixels = self.width * self.row_count
         itemsize = self.dtype.itemsize
         z_buffer = (self._buffer("_z_buffer", 2 * pixels * itemsize) if want_z
@@ -266,17 +279,41 @@ class MandelbrotRenderer:
         kernel = self.kernel(want_z, want_smooth)
         kernel.set_args(self.counts_buffer, z_buffer, smooth_buffer, self.x_buffer,
                         self.y_buffer, *self.scalars)
-        return cl.enqueue_nd_range_kernel(self.compute.queue, kernel, self.global_size,
-                                          self.local_size)
+        if rows is None or rows == (0, self.row_count):
+            return cl.enqueue_nd_range_kernel(self.compute.queue, kernel, self.global_size,
+                                              self.local_size)
+        first, count = rows
+        if self.local_size is not None:
+            count = -(-count // self.local_size[1]) * self.local_size[1]
+        return cl.enqueue_nd_range_kernel(self.compute.queue, kernel,
+                                          (self.global_size[0], count), self.local_size,
+                                          global_work_offset=(0, first))
+
+    def _rows_per_launch(self) -> int:
+        """First launch's rows: about ITERATIONS_PER_LAUNCH iterations' worth, whole units."""
+        rows = ITERATIONS_PER_LAUNCH // max(1, self.width * self.maxiter)
+        return max(1, rows // self.row_unit) * self.row_unit
 
     def run(self, want_z: bool = False, want_smooth: bool = True) -> MandelbrotResult:
-        """Compute the image (or band); copy back the counts and the arrays asked for."""
+        """Compute the image (or band); copy back the counts and the arrays asked for.
+
+        Long images (large ``maxiter``) go in bands of rows, paced (:mod:`oclsci.pacing`) so
+        that the host is at most a fraction of a second ahead and a signal stops the run
+        between bands (see :mod:`oclsci.signals`).
+        """
         wall = time.perf_counter()
         queue = self.compute.queue
         shape = (self.row_count, self.width)
         kernel_watch = self.compute.stopwatch()
-        event = self.enqueue(want_z, want_smooth)
-        kernel_watch.record(event)
+        unit = self.row_unit
+        pacer = Pacer(first_chunk=self._rows_per_launch() // unit)
+        row = 0
+        while row < self.row_count:
+            count = min(self.row_count - row, pacer.launches() * unit)
+            event = self.enqueue(want_z, want_smooth, rows=(row, count))
+            kernel_watch.record(event)
+            pacer.submitted(event, -(-count // unit))
+            row += count
         counts = np.empty(shape, dtype=np.int32)
         last = cl.enqueue_copy(queue, counts, self.counts_buffer, is_blocking=False)
         z = smooth = None
@@ -287,11 +324,10 @@ class MandelbrotRenderer:
         if want_smooth:
             smooth = np.empty(shape, dtype=self.dtype)
             last = cl.enqueue_copy(queue, smooth, self._smooth_buffer, is_blocking=False)
-        total_watch = kernel_watch
+        total_watch = Stopwatch(queue, self.compute.profiling)
+        total_watch.record(kernel_watch.first_event)
         total_watch.record(last)
         total_watch.stop()
-        kernel_watch = Stopwatch(queue, self.compute.profiling)
-        kernel_watch.record(event)
         kernel_watch.stop()
         timings = MandelbrotTimings(
             kernel_seconds=kernel_watch.device_seconds,

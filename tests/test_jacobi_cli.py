@@ -6,12 +6,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from PIL import Image
+from signal_helpers import finish, start_cli, wait_until_computing
 
 from oclsci.checkpoint import load_checkpoint
 from oclsci.jacobi_reference import jacobi_numpy, laplacian
@@ -132,13 +132,12 @@ def test_periodic_checkpoints(tmp_path):
 ENDLESS = 1_000_000_000
 
 
-def _start_then_signal(args, signum, delay=4.0):
-    process = subprocess.Popen([sys.executable, "-m", "oclsci", *map(str, args)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(delay)
+def _start_then_signal(args, signum):
+    """Run without a terminal, signal once the computation has begun, return (code, stderr)."""
+    process = start_cli(*args)
+    wait_until_computing(process, signum)
     process.send_signal(signum)
-    _, stderr = process.communicate(timeout=60)
-    return process.returncode, stderr
+    return finish(process)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1])

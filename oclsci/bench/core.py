@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyopencl as cl
 
+from .. import signals
 from ..errors import OclsciError
 
 # Errors that mark one variant as failed to run (build failure, out of memory, an API that
@@ -126,7 +127,8 @@ class Case:
 
 
 class Progress:
-    """One self-overwriting status line on stderr, shown only on a terminal."""
+    """One self-overwriting status line on stderr, shown only on a terminal; each call is
+    also a point where a pending stop signal is acted on."""
 
     def __init__(self, enabled: bool | None = None, stream: Any = None):
         self.stream = stream or sys.stderr
@@ -135,6 +137,7 @@ class Progress:
         self.start = time.perf_counter()
 
     def __call__(self, text: str) -> None:
+        signals.poll()  # each step of a bench is a point where a stop signal is acted on
         if self.enabled:
             elapsed = time.perf_counter() - self.start
             self.stream.write(f"\r\033[K[{elapsed:5.0f} s] " + text[:140])

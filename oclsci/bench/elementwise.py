@@ -17,6 +17,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from ..pacing import Pacer
 from .core import Case, Timing, compare_arrays
 
 DTYPE = np.dtype(np.float32)
@@ -83,10 +84,12 @@ class DeviceAxpy:
         stopwatch = self.compute.stopwatch()
         with warnings.catch_warnings():  # NVIDIA's build notes (PyOpenCL builds lazily)
             warnings.simplefilter("ignore", cl.CompilerWarning)
+            pacer = Pacer()  # a bounded queue however many calls
             for _ in range(iterations):
                 event = self.launch(ALPHA, x, y)
                 if event is not None:
                     stopwatch.record(event)
+                pacer.launched(event)
         stopwatch.stop()
         output = y.get()
         y.data.release()

@@ -14,6 +14,7 @@ import click
 
 from .. import __version__
 from ..errors import KernelBuildError, OclsciError
+from ..signals import EXIT_SIGNAL_BASE, SignalExit, install_exit_handlers
 
 # Command name -> module defining a click command of the same name.
 COMMANDS = {
@@ -25,8 +26,6 @@ COMMANDS = {
     "bench": "oclsci.cli.bench",
     "tune": "oclsci.cli.tune",
 }
-
-EXIT_SIGNAL_BASE = 128
 
 
 class LazyGroup(click.Group):
@@ -57,18 +56,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
-class SignalExit(Exception):
-    """Raised in the main thread when SIGTERM, SIGINT or SIGHUP arrives."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-def _raise_on_signal(signum: int, frame: object) -> None:
-    raise SignalExit(signum)
-
-
 def _error(message: str) -> None:
     click.echo(f"oclsci: error: {message}", err=True)
 
@@ -76,10 +63,14 @@ def _error(message: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``oclsci`` console script."""
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, _raise_on_signal)
+    install_exit_handlers()  # SIGINT too: no KeyboardInterrupt for click to catch
     try:
         cli.main(args=argv, prog_name="oclsci", standalone_mode=False)
+    except SignalExit as stop:
+        written = getattr(stop, "written", None)
+        _error(f"stopped by {stop}; " + (f"written before it: {', '.join(written)}" if written
+                                         else "no output written"))
+        sys.exit(stop.exit_code)
     except click.exceptions.Abort:
         _error("interrupted")
         sys.exit(EXIT_SIGNAL_BASE + signal.SIGINT)
@@ -103,9 +94,6 @@ def main(argv: list[str] | None = None) -> None:
 
 def _report(error: Exception) -> int:
     """Print one line for ``error`` and return the exit code."""
-    if isinstance(error, SignalExit):
-        _error(f"stopped by {error}; no output written")
-        return EXIT_SIGNAL_BASE + error.signum
     if isinstance(error, OclsciError):
         _error(str(error))
         if isinstance(error, KernelBuildError) and error.build_log.strip():

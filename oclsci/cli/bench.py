@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..errors import InputError, OclsciError
+from ..signals import StopFlag
 from .options import device_option, quiet_option
 
 DEFAULT_REPEAT = 3
@@ -73,13 +74,16 @@ def bench_command(workloads, device, quick, repeat, json_path, markdown_path, pl
         check_plot_available()
     command_line = _command_line(workloads, device, quick, repeat, json_path, markdown_path,
                                  plot_path, quiet)
-    compute = create_context(device, quiet=quiet)
     progress = Progress(enabled=False if quiet else None)
-    try:
-        report = run_bench(chosen, device=compute, quick=quick, repeat=repeat,
-                           progress=progress, command_line=command_line)
-    finally:
-        progress.close()
+    # Signals are collected while kernels build and run; the bench stops at its next
+    # synchronisation point (a paced launch loop, or the next measurement).
+    with StopFlag(raising=True):
+        compute = create_context(device, quiet=quiet)
+        try:
+            report = run_bench(chosen, device=compute, quick=quick, repeat=repeat,
+                               progress=progress, command_line=command_line)
+        finally:
+            progress.close()
     if json_path:
         write_json(report, json_path)
     if markdown_path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from dataclasses import dataclass, field
 
@@ -10,50 +9,10 @@ import click
 import numpy as np
 
 from ..errors import InputError, Interrupted
+from ..signals import StopFlag
 from .options import device_option, dtype_option, quiet_option
 
 OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
-
-
-class StopFlag:
-    """Turns SIGTERM and SIGUSR1 (Slurm's warning before the time limit) into a flag.
-
-    The solver polls it between launches, writes its checkpoint and exits with code 75;
-    without a checkpoint it stops with exit code 128 + the signal's number.
-    """
-
-    SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self._previous: dict = {}
-
-    def __call__(self) -> bool:
-        # PoCL's LLVM installs its own SIGTERM/SIGUSR1 handlers when it first compiles (after
-        # this flag was set up): take the signals back at every poll.
-        self._install()
-        return self.signum is not None
-
-    def _install(self) -> None:
-        for signum in self.SIGNALS:
-            previous = signal.signal(signum, self._handle)
-            self._previous.setdefault(signum, previous)
-
-    @property
-    def signal_name(self) -> str | None:
-        """Name of the signal received, if any."""
-        return None if self.signum is None else signal.Signals(self.signum).name
-
-    def _handle(self, signum: int, frame: object) -> None:
-        self.signum = signum
-
-    def __enter__(self) -> StopFlag:
-        self._install()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
 
 
 @dataclass
@@ -178,7 +137,7 @@ def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, ker
            checkpoint, checkpoint_every, compare, quiet) -> None:
     from ..checkpoint import Checkpoint, save_checkpoint
     from ..device import create_context
-    from ..io import side_by_side, write_array, write_image
+    from ..io import side_by_side, write_array, write_image, write_outputs
     from ..jacobi import JacobiSolver, run, validate_rhs
 
     validate_rhs(problem.rhs)
@@ -188,8 +147,8 @@ def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, ker
                                                iteration=current.iteration,
                                                original=problem.original))
 
-    # Catch SIGTERM/SIGUSR1 from here on: one arriving while kernels build still gets its
-    # checkpoint, written after the first launches.
+    # Collect stop signals from here on: one arriving while kernels build is acted on at the
+    # first poll after the build (with a checkpoint when asked).
     with StopFlag() as stop_flag:
         compute = create_context(device, quiet=quiet)
         solver = JacobiSolver(compute, problem.rhs, x0=problem.x0, dtype=dtype, kernel=kernel)
@@ -202,23 +161,25 @@ def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, ker
                          checkpoint=write_checkpoint if checkpoint else None,
                          checkpoint_every=checkpoint_every, progress=progress,
                          should_stop=stop_flag)
-        except Interrupted:
-            if not checkpoint:
+        except Interrupted as stopped:
+            if checkpoint:
                 raise Interrupted(f"stopped by {stop_flag.signal_name} at iteration "
-                                  f"{solver.iteration}; no output written (use --checkpoint to "
-                                  "keep the work)", exit_code=128 + stop_flag.signum) from None
-            raise
+                                  f"{solver.iteration}; checkpoint written to {checkpoint}: go "
+                                  f"on with --resume {checkpoint}") from None
+            raise Interrupted(f"stopped by {stop_flag.signal_name} at iteration "
+                              f"{solver.iteration}; no output written (use --checkpoint to "
+                              "keep the work)", exit_code=128 + stop_flag.signum) from stopped
         finally:
             if bar is not None:
                 bar.render_finish()
-    x = solver.read()
-    if output:
-        write_array(output, x)
-    if compare:
-        write_image(compare, side_by_side(problem.original if problem.original is not None
-                                          else problem.rhs, x))
-    if checkpoint:
-        write_checkpoint(solver)
+        x = solver.read()
+    # A stop signal taken after the last poll found the run complete: write it all.
+    write_outputs([
+        (output, lambda: write_array(output, x)),
+        (compare, lambda: write_image(compare, side_by_side(
+            problem.original if problem.original is not None else problem.rhs, x))),
+        (checkpoint, lambda: write_checkpoint(solver)),
+    ])
     if not quiet:
         print_summary(compute, solver, result, problem, x)
 

@@ -11,6 +11,7 @@ import click
 from ..device import create_context
 from ..errors import InputError
 from ..mandelbrot import DEFAULTS, MandelbrotRenderer, parse_horizon, validate
+from ..signals import StopFlag
 from .options import device_option, dtype_option, quiet_option
 
 
@@ -77,11 +78,13 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
         if results is None:  # not rank 0: rank 0 writes and prints
             return
     else:
-        compute = create_context(device, quiet=quiet)
-        plan = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter,
-                                  xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax,
-                                  horizon=horizon_value, dtype=dtype)
-        results = [plan.run(want_z=False, want_smooth=want_smooth) for _ in range(repeat)]
+        # Signals are collected while kernels build and run, and stop the run between bands.
+        with StopFlag(raising=True):
+            compute = create_context(device, quiet=quiet)
+            plan = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter,
+                                      xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax,
+                                      horizon=horizon_value, dtype=dtype)
+            results = [plan.run(want_z=False, want_smooth=want_smooth) for _ in range(repeat)]
     result = results[-1]
     written = []
     render_seconds = 0.0

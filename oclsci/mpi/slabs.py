@@ -148,7 +148,7 @@ class SlabHalo:
 
     ``exchange`` posts the receives of ghost and fixed rows, copies the rows that other ranks
     need to the host, sends them (all non-blocking, both neighbours at once), then writes the
-    received rows into the local grid; ``allreduce_sum`` and ``any_rank`` work over ranks.
+    received rows into the local grid; ``allreduce_sum`` and ``agree`` work over ranks.
     """
 
     def __init__(self, world: World, decomposition: Decomposition, period: int | None = None):
@@ -238,9 +238,9 @@ class SlabHalo:
         """The sum of ``value`` over ranks."""
         return self.world.allreduce_sum(value)
 
-    def any_rank(self, flag: bool) -> bool:
-        """True on every rank when true on any (stop requests)."""
-        return self.world.any_rank(flag)
+    def agree(self, stop: bool, launches: int) -> tuple[bool, int]:
+        """A stop request on any rank stops all; the next poll comes at the smallest chunk."""
+        return self.world.agree_stop(stop, launches)
 
     def owned_rows(self, solver: Any) -> tuple[int, int]:
         """Padded local rows this rank owns (for residual sums)."""

@@ -216,6 +216,13 @@ class World:
         """True on every rank when ``flag`` is true on any."""
         return bool(self.comm.allreduce(bool(flag), op=self.MPI.LOR))
 
+    def agree_stop(self, stop: bool, launches: int) -> tuple[bool, int]:
+        """In one reduction: whether any rank asks to stop, and the smallest chunk proposed."""
+        mine = np.array([-int(bool(stop)), int(launches)], dtype=np.int64)
+        agreed = np.empty_like(mine)
+        self.comm.Allreduce(mine, agreed, op=self.MPI.MIN)
+        return bool(agreed[0]), int(agreed[1])
+
     def agree(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``function`` on every rank; if it failed on any, fail on every rank.
 

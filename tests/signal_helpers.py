@@ -1,0 +1,81 @@
+"""Start ``oclsci`` as a batch job would (no terminal) and signal it at a known point.
+
+Nothing here waits a fixed time for the process to get somewhere: readiness is read from
+/proc (the signal mask and handlers of the process), so the tests behave the same on a fast,
+a slow or a loaded machine. Timeouts only turn a hang into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HANG = 300.0  # seconds after which a process that should have acted is a failure
+
+
+def start_cli(*args, env: dict | None = None, cwd=None) -> subprocess.Popen:
+    """``python -m oclsci ARGS`` with stdin from /dev/null and output to pipes (no TTY)."""
+    return subprocess.Popen([sys.executable, "-m", "oclsci", *map(str, args)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            env=None if env is None else {**os.environ, **env})
+
+
+def _mask(pid: int, field: str) -> int:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1], 16)
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def _wait_for(process: subprocess.Popen, ready, what: str, timeout: float = HANG) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if process.poll() is not None:
+            _, stderr = process.communicate()
+            raise AssertionError(f"process ended (code {process.returncode}) before {what}: "
+                                 f"{stderr}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"process never reached {what}")
+        time.sleep(0.02)
+
+
+def wait_until_computing(process: subprocess.Popen, signum: int = 15) -> None:
+    """Wait until the main thread blocks ``signum``: oclsci's compute phase has begun
+    (context creation, kernel builds and launches run with stop signals blocked)."""
+    _wait_for(process, lambda: _mask(process.pid, "SigBlk") >> (signum - 1) & 1,
+              "its compute phase")
+
+
+def wait_until_handling(process: subprocess.Popen, signum: int = 15) -> None:
+    """Wait until the process catches ``signum`` (oclsci's handlers are in place)."""
+    _wait_for(process, lambda: _mask(process.pid, "SigCgt") >> (signum - 1) & 1,
+              "catching the signal")
+
+
+def wait_for_file(process: subprocess.Popen, path: Path) -> None:
+    """Wait until ``path`` exists (written by the process)."""
+    _wait_for(process, Path(path).exists, f"writing {path}")
+
+
+def peak_rss_mb(pid: int) -> float:
+    """Peak resident memory of a running process (VmHWM), in MB."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc status")
+
+
+def finish(process: subprocess.Popen, timeout: float = HANG) -> tuple[int, str]:
+    """Wait for the process; return (exit code, stderr)."""
+    _, stderr = process.communicate(timeout=timeout)
+    return process.returncode, stderr

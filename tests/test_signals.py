@@ -1,0 +1,262 @@
+"""Runs stop when told, without a terminal, in bounded memory (issue 13).
+
+Every process here runs as a Slurm batch step would: stdin from /dev/null, output to pipes.
+Signals are sent at points read from /proc (see signal_helpers), never after a guessed delay.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+from signal_helpers import (
+    finish,
+    peak_rss_mb,
+    start_cli,
+    wait_for_file,
+    wait_until_computing,
+    wait_until_handling,
+)
+
+from oclsci.checkpoint import load_checkpoint
+from oclsci.errors import Interrupted, OutputError
+from oclsci.io import atomic_path, write_outputs
+
+ENDLESS = 10**9
+STOPS = [signal.SIGTERM, signal.SIGUSR1, signal.SIGINT]
+
+
+@pytest.fixture
+def rhs_file(tmp_path):
+    """A 96x80 right-hand side saved as .npy."""
+    path = tmp_path / "b.npy"
+    np.save(path, np.random.default_rng(13).standard_normal((96, 80)).astype(np.float32))
+    return path
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if not line.startswith("oclsci: device")]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("signum", STOPS)
+def test_batch_run_checkpoints_at_the_step_it_stopped(tmp_path, rhs_file, signum):
+    """No terminal, no progress bar: the signal is acted on mid-run (never after the last
+    launch of 10^9 steps), with exit 75 and a checkpoint that resumes bit for bit."""
+    checkpoint = tmp_path / "c.npz"
+    process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "--checkpoint", checkpoint,
+                        "-o", tmp_path / "x.npy")
+    wait_until_computing(process, signum)
+    process.send_signal(signum)
+    code, stderr = finish(process)
+    assert code == 75, stderr
+    assert f"stopped by {signal.Signals(signum).name}" in _one_line(stderr)
+    state = load_checkpoint(checkpoint)
+    assert 0 <= state.iteration < ENDLESS
+    assert not (tmp_path / "x.npy").exists()
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("signum", STOPS)
+def test_batch_run_without_checkpoint_exits_128_plus_n(tmp_path, rhs_file, signum):
+    process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "-o", tmp_path / "x.npy")
+    wait_until_computing(process, signum)
+    process.send_signal(signum)
+    code, stderr = finish(process)
+    assert code == 128 + signum, stderr
+    assert signal.Signals(signum).name in _one_line(stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.npy"]
+
+
+def test_host_memory_stays_flat_on_a_long_run(tmp_path):
+    """10^9 steps on 64x48: the host never queues the run, so memory does not grow."""
+    np.save(tmp_path / "b.npy", np.ones((64, 48), dtype=np.float32))
+    process = start_cli("jacobi", tmp_path / "b.npy", "-n", ENDLESS, "--checkpoint",
+                        tmp_path / "c.npz", "--checkpoint-every", 2000)
+    wait_until_computing(process)
+    # Let it run through many chunks: until several periodic checkpoints have been written.
+    for _ in range(3):
+        wait_for_file(process, tmp_path / "c.npz")
+        first = load_checkpoint(tmp_path / "c.npz").iteration
+        (tmp_path / "c.npz").unlink()
+    assert first > 0
+    peak = peak_rss_mb(process.pid)
+    process.send_signal(signal.SIGTERM)
+    code, stderr = finish(process)
+    assert code == 75, stderr
+    assert peak < 500, f"peak resident memory {peak:.0f} MB"
+
+
+def test_signal_during_a_cold_kernel_build_is_not_lost(tmp_path, rhs_file):
+    """PoCL's LLVM takes SIGUSR1 while it compiles: a signal sent then must still stop the
+    run (after the build) with its checkpoint."""
+    process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "--checkpoint", tmp_path / "c.npz",
+                        env={"POCL_CACHE_DIR": str(tmp_path / "pocl-cache")})
+    wait_until_computing(process, signal.SIGUSR1)  # from here on the context and kernels build
+    process.send_signal(signal.SIGUSR1)
+    code, stderr = finish(process)
+    assert code == 75, stderr
+    assert load_checkpoint(tmp_path / "c.npz").iteration < ENDLESS
+
+
+def test_later_signals_do_not_undo_the_first(tmp_path, rhs_file):
+    """The first signal wins: more signals while the checkpoint is written are ignored."""
+    checkpoint = tmp_path / "c.npz"
+    process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "--checkpoint", checkpoint)
+    wait_until_computing(process)
+    for signum in (signal.SIGTERM, signal.SIGTERM, signal.SIGUSR1, signal.SIGINT):
+        process.send_signal(signum)
+    code, stderr = finish(process)
+    assert code == 75, stderr
+    assert "SIGTERM" in _one_line(stderr)
+    load_checkpoint(checkpoint)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_while_reading_the_input_is_a_signal(tmp_path, signum):
+    """A FIFO that nobody writes: the reader waits; the signal is reported as a signal
+    (128+N, one line, no blank line before it), not as a bad input."""
+    fifo = tmp_path / "in.npy"
+    os.mkfifo(fifo)
+    process = start_cli("jacobi", fifo, "-o", tmp_path / "x.npy")
+    wait_until_handling(process, signum)
+    process.send_signal(signum)
+    code, stderr = finish(process)
+    assert code == 128 + signum, stderr
+    assert stderr == f"oclsci: error: stopped by {signal.Signals(signum).name}; " \
+                     "no output written\n"
+
+
+def test_mandelbrot_stops_on_sigusr1_like_sigterm(tmp_path):
+    """A long Mandelbrot image is computed in bands: SIGUSR1 stops it, nothing written."""
+    process = start_cli("mandelbrot", "-o", tmp_path / "m.png", "--counts", tmp_path / "m.npy",
+                        "--maxiter", 10**8, "--width", 256, "--height", 256)
+    wait_until_computing(process, signal.SIGUSR1)
+    process.send_signal(signal.SIGUSR1)
+    code, stderr = finish(process)
+    assert code == 128 + signal.SIGUSR1, stderr
+    assert "SIGUSR1" in _one_line(stderr)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_stops_on_a_signal_and_writes_nothing(tmp_path):
+    process = start_cli("bench", "jacobi", "--quick", "--json", tmp_path / "b.json")
+    wait_until_computing(process, signal.SIGUSR1)
+    process.send_signal(signal.SIGUSR1)
+    code, stderr = finish(process)
+    assert code == 128 + signal.SIGUSR1, stderr
+    assert "SIGUSR1" in _one_line(stderr)
+    assert list(tmp_path.iterdir()) == []
+
+
+# Signals during writes, and stale temporary files: driven inside one process.
+
+_WRITER = textwrap.dedent("""
+    import os, signal, sys
+    from oclsci.io import atomic_path, write_outputs
+    from oclsci.signals import install_exit_handlers
+    from oclsci import cli
+
+    def interrupted_write():
+        with atomic_path(sys.argv[2]) as temporary, open(temporary, "wb") as stream:
+            stream.write(b"half")
+            stream.flush()
+            os.kill(os.getpid(), signal.SIGUSR1)
+            stream.write(b"never")
+
+    def good_write():
+        with atomic_path(sys.argv[1]) as temporary:
+            temporary.write_bytes(b"whole")
+
+    cli.cli.command("twowrites")(lambda: write_outputs(
+        [(sys.argv[1], good_write), (sys.argv[2], interrupted_write)]))
+    cli.main(["twowrites"])
+""")
+
+
+def test_signal_while_writing_removes_the_temporary_file(tmp_path):
+    first, second = tmp_path / "first.npy", tmp_path / "second.npy"
+    result = subprocess.run([sys.executable, "-c", _WRITER, str(first), str(second)],
+                            capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                            timeout=120)
+    assert result.returncode == 128 + signal.SIGUSR1, result.stderr
+    assert result.stderr == (f"oclsci: error: stopped by SIGUSR1; written before it: "
+                             f"{first}\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["first.npy"]
+
+
+def test_write_failure_names_the_users_file(tmp_path):
+    target = tmp_path / "out.npy"
+
+    def full_disk():
+        with atomic_path(target) as temporary:
+            temporary.write_bytes(b"x")
+            raise OSError(28, "No space left on device", str(temporary))
+
+    with pytest.raises(OutputError) as caught:
+        write_outputs([(tmp_path / "done.npy", lambda: None), (target, full_disk)])
+    message = str(caught.value)
+    assert message == (f"{target}: cannot write (No space left on device); written before it: "
+                       f"{tmp_path / 'done.npy'}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_long_output_names_get_short_temporary_names(tmp_path):
+    target = tmp_path / ("x" * 251 + ".npy")  # 255 bytes: the longest legal name
+    with atomic_path(target) as temporary:
+        assert len(temporary.name) < 128
+        temporary.write_bytes(b"ok")
+    assert target.read_bytes() == b"ok"
+
+
+def test_stale_temporary_files_of_a_killed_run_are_removed(tmp_path, rhs_file):
+    """kill -9 during a checkpoint write leaves a temporary file; the next run with that
+    checkpoint removes it (and leaves other files, and live writers' files, alone)."""
+    checkpoint = tmp_path / "c.npz"
+    process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "--checkpoint", checkpoint,
+                        "--checkpoint-every", 1)
+    wait_for_file(process, checkpoint)
+    process.kill()
+    process.communicate()
+    dead = process.pid
+    with atomic_path(checkpoint) as temporary:  # name pattern of this host and a dead pid
+        stale = temporary.parent / temporary.name.replace(f"-{os.getpid()}.", f"-{dead}.")
+        stale.write_bytes(b"partial")
+        live = temporary.parent / temporary.name.replace(f"-{os.getpid()}.", "-1.")
+        live.write_bytes(b"pid 1 is alive")
+        other = tmp_path / ".unrelated.tmp"
+        other.write_bytes(b"not ours")
+        temporary.write_bytes(b"replaced below")
+    result = subprocess.run([sys.executable, "-m", "oclsci", "jacobi", rhs_file, "-n", "5",
+                             "--checkpoint", checkpoint, "--quiet"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert not stale.exists() and live.exists() and other.exists()
+    assert load_checkpoint(checkpoint).iteration == 5
+
+
+def test_api_run_stops_soon_after_it_is_asked(any_compute):
+    """run(solver, 10**12, should_stop=...) acts at the next poll, whatever the count."""
+    from oclsci.jacobi import JacobiSolver, run
+
+    solver = JacobiSolver(any_compute, np.ones((64, 48), dtype=np.float32))
+    asked = threading.Event()
+    polls = []
+
+    def should_stop() -> bool:
+        polls.append(solver.iteration)
+        if len(polls) == 20:
+            asked.set()
+        return asked.is_set()
+
+    with pytest.raises(Interrupted):
+        run(solver, 10**12, should_stop=should_stop)
+    assert len(polls) == 20
+    assert solver.iteration == polls[-1] < 10**12
