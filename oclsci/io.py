@@ -115,6 +115,19 @@ def check_output_path(path: str | os.PathLike | None, suffixes: tuple[str, ...])
     return path
 
 
+def check_distinct_outputs(**paths: str | os.PathLike | None) -> None:
+    """Refuse, before any work, two options naming the same file (``option=path`` pairs)."""
+    seen: dict[Path, str] = {}
+    for option, path in paths.items():
+        if path is None:
+            continue
+        resolved = Path(path).resolve()
+        if resolved in seen:
+            raise InputError(f"{path}: given to both --{seen[resolved]} and --{option}; "
+                             "name different files")
+        seen[resolved] = option.replace("_", "-")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` only on success."""

@@ -84,11 +84,12 @@ def check_run_options(tol: Any, check_every: Any, checkpoint_every: Any) -> None
             raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
 
 
-def check_finite(x: np.ndarray) -> np.ndarray:
+def check_finite(x: np.ndarray, what: str = "the result") -> np.ndarray:
     """Return ``x``, or raise :class:`NonFiniteResultError` if it holds NaN or infinities."""
     if not np.all(np.isfinite(x)):
         bad = int(np.count_nonzero(~np.isfinite(x)))
-        raise NonFiniteResultError(f"the result holds {bad} NaN or infinite value(s): the "
-                                   f"iteration overflowed {x.dtype.name}; use float64 or scale "
-                                   "the input down")
+        hint = "scale the input down" if x.dtype == np.float64 else \
+            "use float64 or scale the input down"
+        raise NonFiniteResultError(f"{what} holds {bad} NaN or infinite value(s): the "
+                                   f"computation overflowed {x.dtype.name}; {hint}")
     return x
