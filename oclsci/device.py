@@ -109,7 +109,11 @@ def parse_ctx_spec(spec: str, platforms: list[Any],
         raise _no_match(f"no platform matches {platform_answer!r}", spec, platforms, source)
     devices = platforms[platform_index].get_devices()
     if not devices:
-        raise _no_match(f"platform {platform_index} has no devices", spec, platforms, source)
+        from .device_health import empty_platform_reason
+
+        reason = empty_platform_reason(platforms[platform_index])
+        raise _no_match(f"platform {platform_index} has no usable device ({reason})", spec,
+                        platforms, source)
     device_answer = answers[1] if len(answers) > 1 else ""
     if "," in device_answer:
         raise _no_match(
