@@ -37,8 +37,9 @@ def pocl_cache_dir(environ: dict[str, str] | None = None) -> Path:
 
 
 def pocl_cache_problem(environ: dict[str, str] | None = None,
-                       min_free_bytes: int = POCL_MIN_FREE_BYTES) -> str | None:
+                       min_free_bytes: int | None = None) -> str | None:
     """What keeps PoCL from using its kernel cache folder, in words, or None if it is usable."""
+    min_free_bytes = POCL_MIN_FREE_BYTES if min_free_bytes is None else min_free_bytes
     folder = pocl_cache_dir(environ)
     try:
         folder.mkdir(parents=True, exist_ok=True)
