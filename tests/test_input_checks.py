@@ -6,6 +6,7 @@ Every test here failed on the main branch before the fixes (findings 7-12, 14, 1
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -268,10 +269,13 @@ def test_exit_69_without_a_usable_device(tmp_path):
     assert not (tmp_path / "x.npy").exists()
 
 
+LONG = str(10**9)  # steps: far more than a run does before its signal
+
+
 def test_exit_75_and_128_plus_n(rhs_file, tmp_path):
     """75: a signal after a checkpoint; 128+N: a signal (SIGHUP) with no checkpoint."""
     np.save(tmp_path / "b.npy", np.random.default_rng(1).standard_normal((16, 16)))
-    process = subprocess.Popen([sys.executable, "-m", "oclsci", "jacobi", "b.npy", "-n", "1000000000",
+    process = subprocess.Popen([sys.executable, "-m", "oclsci", "jacobi", "b.npy", "-n", LONG,
                                 "--kernel", "seed", "--checkpoint", "c.npz",
                                 "--checkpoint-every", "2000", "-q", "-o", "x.npy"],
                                cwd=tmp_path, stderr=subprocess.PIPE, text=True,
@@ -284,7 +288,7 @@ def test_exit_75_and_128_plus_n(rhs_file, tmp_path):
         process.kill()
     assert process.returncode == 75, stderr
     assert not (tmp_path / "x.npy").exists()
-    process = subprocess.Popen([sys.executable, "-m", "oclsci", "jacobi", "b.npy", "-n", "1000000000",
+    process = subprocess.Popen([sys.executable, "-m", "oclsci", "jacobi", "b.npy", "-n", LONG,
                                 "--kernel", "seed", "-o", "x.npy"], cwd=tmp_path,
                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     try:
@@ -422,10 +426,29 @@ def test_api_arguments_get_typed_one_line_errors(any_compute, kwargs, error, fra
 
     rhs = np.random.default_rng(5).standard_normal((8, 6))
     arguments = {"iterations": 10, "device": any_compute, **kwargs}
-    with pytest.raises(error, match=fragment) as raised:
+    with time_limit(120), pytest.raises(error, match=fragment) as raised:
         jacobi(rhs, **arguments)
     assert isinstance(raised.value, ValueError if error is InvalidArgumentError else TypeError)
     assert "\n" not in str(raised.value)
+
+
+class TimeLimit(Exception):
+    """A call ran past its (generous) limit: before the fix, iterations=1.5 never returned."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int):
+    """Raise :class:`TimeLimit` in the main thread after ``seconds`` (SIGALRM)."""
+    def expire(signum, frame):
+        raise TimeLimit(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # -- 18: device variables named in errors ---------------------------------------------------
