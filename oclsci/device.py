@@ -254,6 +254,8 @@ def no_device_message(platforms: list[Any]) -> str:
     reasons = "; ".join(f"platform {p} ({platform.name.strip()}): "
                         f"{empty_platform_reason(platform)}"
                         for p, platform in enumerate(platforms))
+    if "POCL_CACHE_DIR" not in reasons:  # nothing to repair: say how to get a platform
+        reasons += "; " + NO_PLATFORM_HELP.split(": ", 1)[1]
     return f"no usable OpenCL device: {reasons}"
 
 

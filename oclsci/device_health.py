@@ -69,7 +69,7 @@ def empty_platform_reason(platform: Any) -> str:
         problem = pocl_cache_problem()
         if problem:
             return cache_advice(problem)
-    return "the driver reports no device (check its installation and the device's driver)"
+    return "its driver lists none; check the driver's installation"
 
 
 def check_before_build(platform: Any) -> None:

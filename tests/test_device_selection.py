@@ -131,7 +131,7 @@ def test_ctx_errors_list_every_available_spec(spec, message):
 
 def test_platform_without_devices():
     platforms = [FakePlatform("Empty"), FakePlatform("Full", [FakeDevice("d")])]
-    with pytest.raises(DeviceError, match="platform 0 has no devices"):
+    with pytest.raises(DeviceError, match="platform 0 has no usable device"):
         parse_ctx_spec("empty", platforms)
     assert select_device(platforms=platforms, environ={}) == (1, 0, "first device")
     assert available_specs(platforms) == ["1:0 (d)"]
