@@ -163,7 +163,7 @@ def _prepare(input_path, resume, explicit_dtype, *, output, iterations, tol, che
              kernel, checkpoint, checkpoint_every, compare, dtype, **_) -> Problem:
     """Check the options and read the problem (on rank 0 only under MPI)."""
     from ..io import check_distinct_outputs, check_output_path
-    from ..jacobi import KERNEL_NAMES, MAX_ITERATIONS, check_fits
+    from ..jacobi import KERNEL_NAMES, MAX_ITERATIONS, check_fits, validate_rhs
 
     if not 0 <= iterations <= MAX_ITERATIONS:
         raise InputError(f"--iterations must be between 0 and 2**53, got {iterations}")
@@ -188,7 +188,7 @@ def _prepare(input_path, resume, explicit_dtype, *, output, iterations, tol, che
             raise InputError(f"checkpoint {resume} is at iteration {problem.iteration}, past "
                              f"--iterations {iterations} (the total, including the steps "
                              "done): ask for at least that many")
-    check_fits(problem.rhs, dtype, f"{problem.source}")
+    check_fits(validate_rhs(problem.rhs), dtype, f"{problem.source}")
     return problem
 
 
