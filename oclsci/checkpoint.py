@@ -16,6 +16,7 @@ import numpy as np
 
 from .errors import InputError
 from .io import atomic_path
+from .jacobi_checks import MAX_ITERATIONS
 
 FORMAT_VERSION = 1
 
@@ -46,6 +47,23 @@ def save_checkpoint(path: str | os.PathLike, checkpoint: Checkpoint) -> None:
         np.savez(stream, **arrays)
         stream.flush()
         os.fsync(stream.fileno())
+
+
+def checkpoint_dtype(path: str | os.PathLike) -> str | None:
+    """The dtype name of the iterate saved in checkpoint ``path``, read from its header only.
+
+    None when the file cannot tell (missing or damaged): :func:`load_checkpoint` then says why.
+    """
+    from numpy.lib import format as npy_format
+
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open("x.npy") as stream:
+            version = npy_format.read_magic(stream)
+            read_header = (npy_format.read_array_header_1_0 if version == (1, 0)
+                           else npy_format.read_array_header_2_0)
+            return read_header(stream)[2].name
+    except Exception:  # noqa: BLE001 - any damage: load_checkpoint reports it
+        return None
 
 
 def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
@@ -79,8 +97,9 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(rhs))):
         raise InputError(f"checkpoint {path}: holds NaN or infinite values")
     iteration = int(fields["iteration"])
-    if iteration < 0:
-        raise InputError(f"checkpoint {path}: negative iteration count {iteration}")
+    if not 0 <= iteration <= MAX_ITERATIONS:
+        raise InputError(f"checkpoint {path}: iteration count {iteration} is out of range "
+                         "(0 to 2**53)")
     original = fields.get("original")
     if original is not None and original.shape != x.shape:
         raise InputError(f"checkpoint {path}: picture shape {original.shape} != {x.shape}")

@@ -60,9 +60,11 @@ def available_specs(platforms: list[Any]) -> list[str]:
     ]
 
 
-def _no_match(what: str, spec: str, platforms: list[Any]) -> DeviceError:
+def _no_match(what: str, spec: str, platforms: list[Any],
+              source: str = "device SPEC") -> DeviceError:
+    # ``source`` names where the SPEC came from: --device, PYOPENCL_CTX or PYOPENCL_TEST.
     return DeviceError(
-        f"device SPEC {spec!r}: {what}; available: " + ", ".join(available_specs(platforms))
+        f"{source} {spec!r}: {what}; available: " + ", ".join(available_specs(platforms))
     )
 
 
@@ -87,12 +89,16 @@ def _pick(objects: list[Any], answer: str, *, last_match: bool, with_vendor: boo
     return found
 
 
-def parse_ctx_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
-    """Resolve a ``PYOPENCL_CTX``-style SPEC to ``(platform_index, device_index)``."""
+def parse_ctx_spec(spec: str, platforms: list[Any],
+                   source: str = "device SPEC") -> tuple[int, int]:
+    """Resolve a ``PYOPENCL_CTX``-style SPEC to ``(platform_index, device_index)``.
+
+    ``source`` names where SPEC came from in error messages (e.g. ``PYOPENCL_CTX``).
+    """
     answers = spec.split(":")
     if len(answers) > 2:
         raise _no_match("too many ':'-separated parts (expected PLATFORM[:DEVICE])", spec,
-                        platforms)
+                        platforms, source)
     platform_answer = answers[0]
     platform_index = (
         0
@@ -100,10 +106,14 @@ def parse_ctx_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
         else _pick(platforms, platform_answer, last_match=True, with_vendor=False)
     )
     if platform_index is None:
-        raise _no_match(f"no platform matches {platform_answer!r}", spec, platforms)
+        raise _no_match(f"no platform matches {platform_answer!r}", spec, platforms, source)
     devices = platforms[platform_index].get_devices()
     if not devices:
-        raise _no_match(f"platform {platform_index} has no devices", spec, platforms)
+        from .device_health import empty_platform_reason
+
+        reason = empty_platform_reason(platforms[platform_index])
+        raise _no_match(f"platform {platform_index} has no usable device ({reason})", spec,
+                        platforms, source)
     device_answer = answers[1] if len(answers) > 1 else ""
     if "," in device_answer:
         raise _no_match(
@@ -111,6 +121,7 @@ def parse_ctx_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
             "(run one MPI rank per device instead)",
             spec,
             platforms,
+            source,
         )
     device_index = (
         0 if not device_answer
@@ -118,16 +129,17 @@ def parse_ctx_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
     )
     if device_index is None:
         raise _no_match(f"no device of platform {platform_index} matches {device_answer!r}", spec,
-                        platforms)
+                        platforms, source)
     return platform_index, device_index
 
 
-def parse_test_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
+def parse_test_spec(spec: str, platforms: list[Any],
+                    source: str = "PYOPENCL_TEST") -> tuple[int, int]:
     """Resolve a ``PYOPENCL_TEST``-style SPEC to its first ``(platform_index, device_index)``."""
     entry = spec.split(";")[0]
     parts = entry.split(":")
     if len(parts) > 2:
-        raise _no_match("invalid PYOPENCL_TEST syntax", spec, platforms)
+        raise _no_match("invalid PYOPENCL_TEST syntax", spec, platforms, source)
 
     def find(objects: list[Any], identifier: str) -> int | None:
         try:
@@ -138,12 +150,12 @@ def parse_test_spec(spec: str, platforms: list[Any]) -> tuple[int, int]:
 
     platform_index = find(platforms, parts[0])
     if platform_index is None:
-        raise _no_match(f"no platform matches {parts[0]!r}", spec, platforms)
+        raise _no_match(f"no platform matches {parts[0]!r}", spec, platforms, source)
     platform_index %= len(platforms)
     devices = platforms[platform_index].get_devices()
     device_index = find(devices, parts[1].split(",")[0]) if len(parts) == 2 else 0
     if device_index is None or not devices:
-        raise _no_match(f"no device of platform {platform_index} matches", spec, platforms)
+        raise _no_match(f"no device of platform {platform_index} matches", spec, platforms, source)
     return platform_index, device_index % len(devices)
 
 
@@ -170,9 +182,11 @@ def select_device(
     if spec is not None and spec.strip() != "":
         return (*parse_ctx_spec(spec.strip(), platforms), f"--device {spec}")
     if environ.get("PYOPENCL_TEST"):
-        return (*parse_test_spec(environ["PYOPENCL_TEST"], platforms), "PYOPENCL_TEST")
+        return (*parse_test_spec(environ["PYOPENCL_TEST"], platforms, "PYOPENCL_TEST"),
+                "PYOPENCL_TEST")
     if "PYOPENCL_CTX" in environ:
-        return (*parse_ctx_spec(environ["PYOPENCL_CTX"], platforms), "PYOPENCL_CTX")
+        return (*parse_ctx_spec(environ["PYOPENCL_CTX"], platforms, "PYOPENCL_CTX"),
+                "PYOPENCL_CTX")
     # Simulators such as Oclgrind claim every device type: real GPUs first, simulators last.
     devices = [(p, d, device) for p, platform in enumerate(platforms)
                for d, device in enumerate(platform.get_devices())]
@@ -183,7 +197,7 @@ def select_device(
             return (*gpus[local_rank % len(gpus)], f"node-local rank {local_rank}")
         return (*gpus[0], "first GPU")
     if not devices:
-        raise NoPlatformError(NO_PLATFORM_HELP)
+        raise NoPlatformError(no_device_message(platforms))
     p, d, _ = min(devices, key=lambda entry: claims_every_type(entry[2]))
     return p, d, "first device"
 
@@ -231,6 +245,27 @@ def describe_device(platform_index: int, device_index: int, platform: Any, devic
         "max_work_group_size": int(device.max_work_group_size),
         "fp64": supports_fp64(device),
     }
+
+
+def no_device_message(platforms: list[Any]) -> str:
+    """One line saying that the platforms offer no usable device, and why."""
+    from .device_health import empty_platform_reason
+
+    reasons = "; ".join(f"platform {p} ({platform.name.strip()}): "
+                        f"{empty_platform_reason(platform)}"
+                        for p, platform in enumerate(platforms))
+    if "POCL_CACHE_DIR" not in reasons:  # nothing to repair: say how to get a platform
+        reasons += "; " + NO_PLATFORM_HELP.split(": ", 1)[1]
+    return f"no usable OpenCL device: {reasons}"
+
+
+def empty_platforms() -> list[dict]:
+    """The platforms that list no device, each with its SPEC index, name and the reason."""
+    from .device_health import empty_platform_reason
+
+    return [{"platform_index": p, "platform": platform.name.strip(),
+             "reason": empty_platform_reason(platform)}
+            for p, platform in enumerate(get_platforms()) if not platform.get_devices()]
 
 
 def list_devices() -> list[dict]:
@@ -286,7 +321,10 @@ class ComputeContext:
     """An OpenCL context with one in-order, profiling-enabled command queue on one device."""
 
     def __init__(self, platform_index: int, device_index: int, *, chosen_by: str = ""):
+        from .device_health import check_before_build
+
         platform = get_platforms()[platform_index]
+        check_before_build(platform)
         self.device = platform.get_devices()[device_index]
         self.platform = platform
         self.spec = f"{platform_index}:{device_index}"
@@ -395,4 +433,9 @@ def as_compute_context(device: Any = None, *, quiet: bool = True) -> ComputeCont
     """Accept a :class:`ComputeContext`, a SPEC string or None, and return a context."""
     if isinstance(device, ComputeContext):
         return device
+    if device is not None and not isinstance(device, str):
+        from .errors import ArgumentTypeError
+
+        raise ArgumentTypeError(f"device must be a SPEC string such as '0:0', a ComputeContext "
+                                f"or None, got {type(device).__name__} {device!r}")
     return create_context(device, quiet=quiet)

@@ -6,9 +6,11 @@ shown only with ``--debug``.
 
 from __future__ import annotations
 
-# Exit codes documented in README ("Exit codes").
+# Exit codes documented in README ("Exit codes"). 2 is click's and argparse's usage error
+# (unknown command or option, bad option value); the others follow sysexits.h where it has one.
 EXIT_USER_ERROR = 1
-EXIT_NO_PLATFORM = 2
+EXIT_USAGE = 2
+EXIT_NO_PLATFORM = 69  # EX_UNAVAILABLE: no OpenCL platform, or none with a usable device
 EXIT_INTERRUPTED = 75  # EX_TEMPFAIL: a checkpoint was written, resume to finish
 
 
@@ -34,6 +36,18 @@ class InputError(OclsciError):
 
 class OutputError(OclsciError):
     """An output that cannot be written (folder gone, disk full, permission): names the file."""
+
+
+class InvalidArgumentError(InputError, ValueError):
+    """A Python API argument of the right type with a value that cannot be used."""
+
+
+class ArgumentTypeError(InputError, TypeError):
+    """A Python API argument of the wrong type."""
+
+
+class NonFiniteResultError(OclsciError, ArithmeticError):
+    """A computation produced NaN or infinite values (they overflowed the dtype)."""
 
 
 class KernelBuildError(OclsciError):

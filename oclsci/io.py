@@ -80,25 +80,44 @@ def _first_line(error: BaseException) -> str:
 def _read_image(path: Path) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
+    from .image_values import is_pnm, read_pnm, undo_rescaling
+
+    try:
+        if is_pnm(path):  # Pillow would rescale PGM maxval and invert PBM: parse it here
+            return read_pnm(path)
+    except OSError as error:
+        raise InputError(f"{path}: not a readable image ({_first_line(error)})") from None
     try:
         with warnings.catch_warnings():
             # Pillow warns about damaged metadata; a bad file is reported once, below.
             warnings.simplefilter("ignore")
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as image:
+                rawmode = _rawmode(image)
                 image.load()
                 mode = image.mode
                 if mode not in GRAY_MODES:
                     raise InputError(
                         f"{path}: colour image (mode {mode}); oclsci reads grayscale images: "
                         "convert it first (e.g. `convert IN -colorspace Gray OUT.png`)")
-                array = np.array(image)
+                array = undo_rescaling(np.array(image), mode, rawmode)
     except InputError:
         raise
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError,
             Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
         raise InputError(f"{path}: not a readable image ({_first_line(error)})") from None
     return array.astype(GRAY_MODES[mode], copy=False)
+
+
+def _rawmode(image: Any) -> str | None:
+    """The raw mode Pillow will decode ``image``'s pixels with (None when it cannot tell)."""
+    tiles = getattr(image, "tile", None) or []
+    if not tiles:
+        return None
+    args = tiles[0][3]
+    if isinstance(args, tuple) and args:
+        args = args[0]
+    return args if isinstance(args, str) else None
 
 
 def check_output_path(path: str | os.PathLike | None, suffixes: tuple[str, ...]) -> Path | None:
@@ -143,6 +162,19 @@ def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
 
 
 _HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:4]
+
+
+def check_distinct_outputs(**paths: str | os.PathLike | None) -> None:
+    """Refuse, before any work, two options naming the same file (``option=path`` pairs)."""
+    seen: dict[Path, str] = {}
+    for option, path in paths.items():
+        if path is None:
+            continue
+        resolved = Path(path).resolve()
+        if resolved in seen:
+            raise InputError(f"{path}: given to both --{seen[resolved]} and --{option}; "
+                             "name different files")
+        seen[resolved] = option.replace("_", "-")
 
 
 @contextlib.contextmanager

@@ -21,7 +21,16 @@ import pyopencl as cl
 
 from . import programs
 from .device import ComputeContext, as_compute_context
-from .errors import InputError, Interrupted
+from .errors import ArgumentTypeError, InputError, Interrupted, InvalidArgumentError
+from .jacobi_checks import (
+    MAX_ITERATIONS,  # noqa: F401 - re-exported for the commands
+    check_dtype,
+    check_finite,
+    check_fits,
+    check_iterations,
+    check_run_options,
+    validate_grid,
+)
 from .jacobi_tuning import KERNELS, MULTI_STEP, KernelConfig, choose_config
 from .launcher import Launch
 from .pacing import Pacer
@@ -34,17 +43,7 @@ RESIDUAL_GROUP_SIZE = 64
 
 def validate_rhs(rhs: Any) -> np.ndarray:
     """Return ``rhs`` as a 2-D finite float array, or raise :class:`InputError`."""
-    array = np.asarray(rhs)
-    if array.ndim != 2:
-        raise InputError(f"the right-hand side must be a 2-D array, got {array.ndim} dimensions")
-    if array.size == 0:
-        raise InputError(f"the right-hand side is empty (shape {array.shape})")
-    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
-        raise InputError(f"the right-hand side must hold numbers, got dtype {array.dtype}")
-    if not np.all(np.isfinite(array)):
-        bad = int(np.count_nonzero(~np.isfinite(array)))
-        raise InputError(f"the right-hand side holds {bad} NaN or infinite value(s)")
-    return array
+    return validate_grid(rhs, "the right-hand side")
 
 
 class JacobiSolver:
@@ -57,7 +56,14 @@ class JacobiSolver:
                  kernel: str = "auto", config: KernelConfig | None = None):
         rhs = validate_rhs(rhs)
         self.compute = compute
-        self.dtype = compute.check_dtype(dtype)
+        self.dtype = compute.check_dtype(check_dtype(dtype))
+        check_fits(rhs, self.dtype, "the right-hand side")
+        if x0 is not None:
+            x0 = validate_grid(x0, "x0")
+            if x0.shape != rhs.shape:
+                raise InvalidArgumentError(f"x0 has shape {x0.shape}, expected {rhs.shape} "
+                                           "(the right-hand side's)")
+            check_fits(x0, self.dtype, "x0")
         self.m, self.n = rhs.shape
         # Pad rows to a multiple of 16 elements so that rows start aligned.
         self.row_stride = -(-(self.n + 2) // 16) * 16
@@ -71,9 +77,7 @@ class JacobiSolver:
 
         # Upload B and two copies of X (ping-pong) in the padded layout.
         padded_rhs = self._padded(rhs)
-        x_start = padded_rhs if x0 is None else self._padded(validate_rhs(x0))
-        if x0 is not None and np.asarray(x0).shape != rhs.shape:
-            raise InputError(f"x0 has shape {np.asarray(x0).shape}, expected {rhs.shape}")
+        x_start = padded_rhs if x0 is None else self._padded(x0)
         flags = cl.mem_flags
         ctx = compute.context
         self.rhs_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=padded_rhs)
@@ -316,8 +320,8 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
     (:class:`~oclsci.pacing.Pacer`) and polls ``should_stop`` that often. ``residual=False``
     skips the final residual (NaN in the result), for timings.
     """
-    if iterations < 0:
-        raise InputError(f"iterations must be >= 0, got {iterations}")
+    iterations = check_iterations(iterations)
+    check_run_options(tol, check_every, checkpoint_every)
     halo = halo or SingleDevice()
     stopwatch = solver.compute.stopwatch()
     start = solver.iteration
@@ -377,9 +381,18 @@ def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.f
     """Reconstruct X from its Laplacian ``rhs`` by ``iterations`` Jacobi steps; return X.
 
     ``device`` is a SPEC string, a :class:`~oclsci.device.ComputeContext` or None (default
-    selection). ``kernel`` is one of :data:`KERNEL_NAMES` or ``auto``.
+    selection). ``kernel`` is one of :data:`KERNEL_NAMES` or ``auto``. Bad arguments raise
+    :class:`~oclsci.errors.InvalidArgumentError` (a ValueError) or
+    :class:`~oclsci.errors.ArgumentTypeError` (a TypeError) before any work; a result that
+    overflowed the dtype raises :class:`~oclsci.errors.NonFiniteResultError`.
     """
+    iterations = check_iterations(iterations)
+    check_run_options(tol, check_every, 0)
+    dtype = check_dtype(dtype)
+    if not isinstance(kernel, str):
+        raise ArgumentTypeError(f"kernel must be a name such as 'auto', got {kernel!r}")
     compute = as_compute_context(device)
     solver = JacobiSolver(compute, rhs, x0=x0, dtype=dtype, kernel=kernel)
     run(solver, iterations, tol=tol, check_every=check_every)
-    return solver.read()
+    return check_finite(solver.read())
+

@@ -54,6 +54,12 @@ PARAMETERS: dict[str, dict[str, tuple[type, Any]]] = {
 }
 # Parameters that shape the launch but are not template parameters.
 LAUNCH_ONLY = {"bands": {"workers"}}
+# Largest value of each integer parameter: far beyond any configuration that runs well, small
+# enough that sizes computed from them stay reasonable (a hand-edited cache may hold anything).
+PARAMETER_LIMITS = {"max_steps": 1024, "halo_width": 1024, "rows": 64, "cols": 64,
+                    "rows_per_item": 64, "local_w": 1024, "local_h": 1024, "tile_w": 8192,
+                    "tile_h": 8192, "workers": 65536, "band_h": 2**24, "band_w": 2**24}
+LOCAL_SIZE_LIMIT = 65536
 # Kernels whose launch advances several steps, and the argument (index 6) giving how many.
 MULTI_STEP = {"blocked": "halo_width", "temporal": "max_steps", "bands": "max_steps"}
 
@@ -192,8 +198,12 @@ class KernelConfig:
                 raise InputError(f"kernel {self.name!r}: {key} must be an integer, got {value!r}")
             elif value < (0 if key == "band_w" else 1):
                 raise InputError(f"kernel {self.name!r}: {key} must be >= 1, got {value}")
+            elif value > PARAMETER_LIMITS.get(key, value):
+                raise InputError(f"kernel {self.name!r}: {key} must be <= "
+                                 f"{PARAMETER_LIMITS[key]}, got {value}")
         if self.local_size is not None and (len(self.local_size) != 2
-                                            or min(self.local_size) < 1):
+                                            or min(self.local_size) < 1
+                                            or max(self.local_size) > LOCAL_SIZE_LIMIT):
             raise InputError(f"kernel {self.name!r}: bad work-group shape {self.local_size}")
         if self.name == "coalesced" and self.param("vector") not in (1, 2, 4):
             raise InputError("kernel 'coalesced': vector must be 1, 2 or 4")
@@ -371,6 +381,11 @@ _warned: set = set()
 _memo: dict = {}
 
 
+def cache_disabled() -> bool:
+    """True when ``OCLSCI_TUNE_CACHE=off``: nothing is read from or written to a cache."""
+    return os.environ.get("OCLSCI_TUNE_CACHE", "").strip().lower() == "off"
+
+
 def cache_path() -> Path:
     """$OCLSCI_TUNE_CACHE, else $XDG_CACHE_HOME/oclsci/tuning.json, else ~/.cache/oclsci/..."""
     explicit = os.environ.get("OCLSCI_TUNE_CACHE")
@@ -403,7 +418,9 @@ def _warn(message: str) -> None:
 
 
 def load_cache(path: Path | None = None, *, quiet: bool = False) -> dict:
-    """The cache's entries ({} when absent; one warning line when unreadable or corrupt)."""
+    """The cache's entries ({} when absent or off; one warning line when unreadable or corrupt)."""
+    if path is None and cache_disabled():
+        return {}
     path = cache_path() if path is None else Path(path)
     try:
         stat = path.stat()
@@ -428,8 +445,13 @@ def load_cache(path: Path | None = None, *, quiet: bool = False) -> dict:
     return entries
 
 
-def save_entry(key: str, entry: dict, path: Path | None = None) -> Path:
-    """Add or replace one entry of the cache, atomically (temporary file + os.replace)."""
+def save_entry(key: str, entry: dict, path: Path | None = None) -> Path | None:
+    """Add or replace one entry of the cache, atomically (temporary file + os.replace).
+
+    Returns the cache's path, or None when the cache is off (``OCLSCI_TUNE_CACHE=off``).
+    """
+    if path is None and cache_disabled():
+        return None
     path = cache_path() if path is None else Path(path)
     entries = dict(load_cache(path, quiet=True))
     entries[key] = entry
@@ -461,7 +483,7 @@ def make_entry(best: KernelConfig, kernels: dict[str, tuple[KernelConfig, float]
 def cached_config(compute: Any, dtype: Any, shape: tuple[int, int],
                   kernel: str | None = None) -> KernelConfig | None:
     """The tuned configuration for this device, dtype and size class (of ``kernel``), if any."""
-    if os.environ.get("OCLSCI_TUNE_CACHE", None) == "off":
+    if cache_disabled():
         return None
     key = cache_key(compute, dtype, shape)
     entry = load_cache().get(key)
@@ -480,6 +502,13 @@ def cached_config(compute: Any, dtype: Any, shape: tuple[int, int],
         _warn(f"ignoring a malformed entry of the tuning cache {cache_path()} ({error})")
         return None
     if not config.fits(compute, dtype):
-        _warn(f"ignoring tuned {config.describe()}: it does not fit device {compute.name}")
+        _warn(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: it does "
+              f"not fit device {compute.name}")
         return None
+    if config.name == "bands":
+        nbytes = 2 * config.bands_layout(*shape)["scratch_elements"] * np.dtype(dtype).itemsize
+        if nbytes // 2 > int(compute.device.max_mem_alloc_size):
+            _warn(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: its "
+                  f"scratch of {nbytes / 2**30:.2f} GiB does not fit device {compute.name}")
+            return None
     return config

@@ -146,6 +146,12 @@ def validate(width: int, height: int, maxiter: int, xmin: float, xmax: float, ym
         raise InputError(f"dtype must be float32 or float64, got {dtype}")
     horizon = parse_horizon(horizon)
     info = np.finfo(dtype)
+    # z = c, then z*z + c: coordinates beyond sqrt(max)/2 overflow at the first iteration.
+    reach = math.sqrt(float(info.max)) / 2
+    for name, value in bounds.items():
+        if abs(value) > reach:
+            raise InputError(f"{name} = {value:g} is beyond +-{reach:.3g}, where {dtype} overflows "
+                             "in the first iteration; choose a smaller window")
     if not (math.isfinite(horizon) and 1.0 < horizon <= float(info.max)):
         raise InputError(f"horizon must be a finite number > 1 (at most {float(info.max):.4g} in "
                          f"{dtype}), got {horizon}")

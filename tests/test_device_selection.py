@@ -131,7 +131,7 @@ def test_ctx_errors_list_every_available_spec(spec, message):
 
 def test_platform_without_devices():
     platforms = [FakePlatform("Empty"), FakePlatform("Full", [FakeDevice("d")])]
-    with pytest.raises(DeviceError, match="platform 0 has no devices"):
+    with pytest.raises(DeviceError, match="platform 0 has no usable device"):
         parse_ctx_spec("empty", platforms)
     assert select_device(platforms=platforms, environ={}) == (1, 0, "first device")
     assert available_specs(platforms) == ["1:0 (d)"]
@@ -198,7 +198,7 @@ def test_no_device_anywhere_is_no_platform_error_with_pip_advice():
     with pytest.raises(NoPlatformError) as error:
         select_device(None, platforms=[FakePlatform("Empty")], environ={})
     assert "pip install 'oclsci[pocl]'" in str(error.value)
-    assert error.value.exit_code == EXIT_NO_PLATFORM == 2
+    assert error.value.exit_code == EXIT_NO_PLATFORM == 69
 
 
 def test_node_local_rank_order_of_trust():
@@ -467,7 +467,7 @@ runpy.run_module("oclsci", run_name="__main__")
 @pytest.mark.parametrize("args", [["devices"], ["devices", "--json"],
                                   ["jacobi", "-n", "1", "-o", "x.npy"],
                                   ["jacobi", "-n", "1", "--device", "0:0"]])
-def test_no_platform_exits_2_with_pip_advice(tmp_path, args):
+def test_no_platform_exits_69_with_pip_advice(tmp_path, args):
     empty = tmp_path / "vendors"
     empty.mkdir()
     env = dict(os.environ, OCL_ICD_VENDORS=str(empty))

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..device import list_devices
+from ..device import empty_platforms, list_devices
 
 
 def _gib(nbytes: int) -> str:
@@ -18,9 +18,21 @@ def _gib(nbytes: int) -> str:
 def devices_command(as_json: bool) -> None:
     """List OpenCL platforms and devices with the SPEC that selects each."""
     devices = list_devices()
+    empty = empty_platforms()
+    if not devices:
+        from ..device import get_platforms, no_device_message
+        from ..errors import NoPlatformError
+
+        raise NoPlatformError(no_device_message(get_platforms()))
     if as_json:
         click.echo(json.dumps(devices, indent=2))
+        for entry in empty:
+            click.echo(f"oclsci: warning: platform {entry['platform_index']} "
+                       f"({entry['platform']}) has no usable device: {entry['reason']}", err=True)
         return
+    for entry in empty:
+        click.echo(f"platform {entry['platform_index']}: {entry['platform']}: no usable device "
+                   f"({entry['reason']})")
     platform = None
     for info in devices:
         if info["platform"] != platform:

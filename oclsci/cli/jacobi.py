@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import InputError, Interrupted
 from ..signals import StopFlag
-from .options import device_option, dtype_option, quiet_option
+from .options import device_option, quiet_option
 
 OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
 
@@ -74,7 +74,9 @@ def _progress_bar(total: int, start: int):
               help="Stop once ||L x - B|| / ||B|| < TOL (checked every --check-every steps).")
 @click.option("--check-every", type=int, default=1000, show_default=True,
               help="Steps between residual checks with --tol.")
-@dtype_option
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default=None,
+              help="Floating-point type of the computation  [default: float32; with --resume, "
+                   "the checkpoint's]")
 @click.option("--kernel", default="auto", show_default=True,
               help="Kernel: auto (tuned or per-device default, see `oclsci tune`), "
                    "seed (the talk's), coalesced, blocked, temporal (GPUs), bands (CPUs).")
@@ -97,12 +99,16 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
     reconstruction error. Exit code 75 means a signal stopped the run after writing the
     checkpoint: rerun with --resume to finish.
     """
+    from ..checkpoint import checkpoint_dtype
     from ..mpi import mpi_world
 
+    explicit_dtype = dtype
+    if dtype is None:  # a resumed run goes on in its checkpoint's dtype
+        dtype = (checkpoint_dtype(resume) if resume else None) or "float32"
     options = dict(output=output, iterations=iterations, tol=tol, check_every=check_every,
                    dtype=dtype, kernel=kernel, device=device, checkpoint=checkpoint,
                    checkpoint_every=checkpoint_every, compare=compare, quiet=quiet)
-    prepare = lambda: _prepare(input_path, resume, **options)  # noqa: E731
+    prepare = lambda: _prepare(input_path, resume, explicit_dtype, **options)  # noqa: E731
     world = mpi_world()  # None without MPI or in a world of one rank
     if world is not None:  # several ranks: rank 0 prepares, every rank solves a slab
         from ..mpi import jacobi_distributed
@@ -112,14 +118,14 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
     _solve(prepare(), **options)
 
 
-def _prepare(input_path, resume, *, output, iterations, tol, check_every, kernel, checkpoint,
-             checkpoint_every, compare, **_) -> Problem:
+def _prepare(input_path, resume, explicit_dtype, *, output, iterations, tol, check_every,
+             kernel, checkpoint, checkpoint_every, compare, dtype, **_) -> Problem:
     """Check the options and read the problem (on rank 0 only under MPI)."""
-    from ..io import check_output_path
-    from ..jacobi import KERNEL_NAMES
+    from ..io import check_distinct_outputs, check_output_path
+    from ..jacobi import KERNEL_NAMES, MAX_ITERATIONS, check_fits, validate_rhs
 
-    if iterations < 0:
-        raise InputError(f"--iterations must be >= 0, got {iterations}")
+    if not 0 <= iterations <= MAX_ITERATIONS:
+        raise InputError(f"--iterations must be between 0 and 2**53, got {iterations}")
     if tol is not None and not (np.isfinite(tol) and tol > 0):
         raise InputError(f"--tol must be a positive number, got {tol}")
     if check_every < 1 or checkpoint_every < 0:
@@ -130,7 +136,19 @@ def _prepare(input_path, resume, *, output, iterations, tol, check_every, kernel
     check_output_path(output, OUTPUT_SUFFIXES)
     check_output_path(compare, (".png",))
     check_output_path(checkpoint, (".npz",))
-    return load_problem(input_path, resume)
+    check_distinct_outputs(output=output, compare=compare, checkpoint=checkpoint)
+    problem = load_problem(input_path, resume)
+    if resume:
+        saved = problem.x0.dtype.name
+        if explicit_dtype is not None and explicit_dtype != saved:
+            raise InputError(f"--dtype {explicit_dtype} contradicts checkpoint {resume}, which "
+                             f"holds a {saved} run; leave --dtype out to go on in {saved}")
+        if problem.iteration > iterations:
+            raise InputError(f"checkpoint {resume} is at iteration {problem.iteration}, past "
+                             f"--iterations {iterations} (the total, including the steps "
+                             "done): ask for at least that many")
+    check_fits(validate_rhs(problem.rhs), dtype, f"{problem.source}")
+    return problem
 
 
 def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, kernel, device,
@@ -138,7 +156,7 @@ def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, ker
     from ..checkpoint import Checkpoint, save_checkpoint
     from ..device import create_context
     from ..io import side_by_side, write_array, write_image, write_outputs
-    from ..jacobi import JacobiSolver, run, validate_rhs
+    from ..jacobi import JacobiSolver, check_finite, run, validate_rhs
 
     validate_rhs(problem.rhs)
 
@@ -172,7 +190,7 @@ def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, ker
         finally:
             if bar is not None:
                 bar.render_finish()
-        x = solver.read()
+        x = check_finite(solver.read())  # an overflowed run writes no output
     # A stop signal taken after the last poll found the run complete: write it all.
     write_outputs([
         (output, lambda: write_array(output, x)),
@@ -217,8 +235,11 @@ def print_summary(compute, solver, result, problem: Problem, x: np.ndarray) -> N
 def laplacian_command(image, output):
     """Write the 5-point Laplacian of IMAGE (zero boundary): `jacobi` of it returns IMAGE."""
     from ..io import check_output_path, read_array, write_array
-    from ..jacobi import validate_rhs
+    from ..jacobi import check_finite, validate_rhs
     from ..jacobi_reference import laplacian
 
     check_output_path(output, OUTPUT_SUFFIXES)
-    write_array(output, laplacian(validate_rhs(read_array(image))))
+    rhs = validate_rhs(read_array(image))
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
+        result = laplacian(rhs)
+    write_array(output, check_finite(result, "the Laplacian"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from pathlib import Path
 
 import click
 
@@ -13,15 +12,6 @@ from ..errors import InputError
 from ..mandelbrot import DEFAULTS, MandelbrotRenderer, parse_horizon, validate
 from ..signals import StopFlag
 from .options import device_option, dtype_option, quiet_option
-
-
-def _check_writable(path: str | None, what: str) -> None:
-    """Refuse, before computing, an output whose folder does not exist."""
-    if path is None:
-        return
-    folder = Path(path).parent
-    if not folder.is_dir():
-        raise InputError(f"cannot write {what} {path}: folder {folder} does not exist")
 
 
 @click.command("mandelbrot")
@@ -58,9 +48,13 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     colouring shaded like the seed's picture (hot colour map, light source)."""
     if repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {repeat}")
+    from ..io import check_distinct_outputs, check_output_path
+
     image_path = None if no_image else output
-    _check_writable(image_path, "image")
-    _check_writable(counts_path, "counts")
+    # Refuse unusable outputs before anything is computed.
+    check_output_path(image_path, (".png",))
+    check_output_path(counts_path, (".npy",))
+    check_distinct_outputs(output=image_path, counts=counts_path)
     horizon_value = parse_horizon(horizon)
     # Refuse bad parameters before anything is printed or computed.
     validate(width, height, maxiter, xmin, xmax, ymin, ymax, horizon_value, dtype)

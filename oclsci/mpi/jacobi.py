@@ -164,7 +164,7 @@ def _jacobi_distributed(world: World, prepare, *, output, iterations, tol, check
     from ..device import create_context
     from ..errors import Interrupted
     from ..io import side_by_side, write_array, write_image
-    from ..jacobi import validate_rhs
+    from ..jacobi import check_finite, validate_rhs
 
     def read_input():
         if not world.is_root:
@@ -233,6 +233,7 @@ def _jacobi_distributed(world: World, prepare, *, output, iterations, tol, check
     def finish() -> None:
         if not world.is_root:
             return
+        check_finite(x)  # an overflowed run writes no output
         if output:
             write_array(output, x)
         if compare:

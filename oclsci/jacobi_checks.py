@@ -1,0 +1,95 @@
+"""Checks of the Jacobi solver's arguments, shared by the Python API and the commands.
+
+Each refuses a bad argument before any work with a one-line typed error:
+:class:`~oclsci.errors.InvalidArgumentError` (a ValueError) for a value that cannot be used,
+:class:`~oclsci.errors.ArgumentTypeError` (a TypeError) for an argument of the wrong type.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from .errors import ArgumentTypeError, InvalidArgumentError, NonFiniteResultError
+
+# Most steps a run may ask for: far beyond any real run, small enough that step counts stay
+# exact in float64 (timings, JSON) and in the checkpoint's int64.
+MAX_ITERATIONS = 2**53
+DTYPES = (np.float32, np.float64)
+
+
+def validate_grid(values: Any, what: str) -> np.ndarray:
+    """``values`` as a 2-D array of finite numbers, or a typed error naming ``what``."""
+    array = np.asarray(values)
+    if array.ndim != 2:
+        raise InvalidArgumentError(f"{what} must be a 2-D array, got {array.ndim} dimensions")
+    if array.size == 0:
+        raise InvalidArgumentError(f"{what} is empty (shape {array.shape})")
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise ArgumentTypeError(f"{what} must hold numbers, got dtype {array.dtype}")
+    if not np.all(np.isfinite(array)):
+        bad = int(np.count_nonzero(~np.isfinite(array)))
+        raise InvalidArgumentError(f"{what} holds {bad} NaN or infinite value(s)")
+    return array
+
+
+def check_dtype(dtype: Any) -> np.dtype:
+    """``dtype`` as float32 or float64, or a typed error saying what is allowed."""
+    try:
+        checked = np.dtype(dtype)
+    except TypeError:
+        raise ArgumentTypeError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if checked not in DTYPES:
+        raise InvalidArgumentError(f"dtype must be float32 or float64, got {checked}")
+    return checked
+
+
+def check_fits(array: np.ndarray, dtype: Any, what: str) -> None:
+    """Refuse values too large for ``dtype`` (they would become infinite on the device)."""
+    dtype = np.dtype(dtype)
+    largest = float(np.max(np.abs(array))) if array.size else 0.0
+    limit = float(np.finfo(dtype).max)
+    if largest > limit:
+        hint = "scale the input" if dtype == np.float64 else "use float64 or scale the input"
+        raise InvalidArgumentError(f"{what} holds values up to {largest:.4g}, beyond "
+                                   f"{dtype.name}'s largest {limit:.4g}: {hint}")
+
+
+def check_iterations(iterations: Any, name: str = "iterations") -> int:
+    """An integer step count in 0..MAX_ITERATIONS, or a typed error."""
+    if isinstance(iterations, bool) or not isinstance(iterations, numbers.Integral):
+        raise ArgumentTypeError(f"{name} must be an integer, got {type(iterations).__name__} "
+                                f"{iterations!r}")
+    if not 0 <= iterations <= MAX_ITERATIONS:
+        raise InvalidArgumentError(f"{name} must be between 0 and 2**53, got {iterations}")
+    return int(iterations)
+
+
+def check_run_options(tol: Any, check_every: Any, checkpoint_every: Any) -> None:
+    """Refuse a non-positive or NaN ``tol`` and step periods that are not positive integers."""
+    if tol is not None:
+        if isinstance(tol, bool) or not isinstance(tol, numbers.Real):
+            raise ArgumentTypeError(f"tol must be a number, got {type(tol).__name__} {tol!r}")
+        if not (math.isfinite(tol) and tol > 0):
+            raise InvalidArgumentError(f"tol must be a positive finite number, got {tol}")
+    for name, value, least in (("check_every", check_every, 1),
+                               ("checkpoint_every", checkpoint_every, 0)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ArgumentTypeError(f"{name} must be an integer, got {type(value).__name__} "
+                                    f"{value!r}")
+        if value < least:
+            raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
+
+
+def check_finite(x: np.ndarray, what: str = "the result") -> np.ndarray:
+    """Return ``x``, or raise :class:`NonFiniteResultError` if it holds NaN or infinities."""
+    if not np.all(np.isfinite(x)):
+        bad = int(np.count_nonzero(~np.isfinite(x)))
+        hint = "scale the input down" if x.dtype == np.float64 else \
+            "use float64 or scale the input down"
+        raise NonFiniteResultError(f"{what} holds {bad} NaN or infinite value(s): the "
+                                   f"computation overflowed {x.dtype.name}; {hint}")
+    return x

@@ -1,0 +1,461 @@
+"""Issue 13, inputs and options: resume state, image values, ranges, exit codes, PoCL's cache,
+the tuning cache, the Python API's argument errors and device variables.
+
+Every test here failed on the main branch before the fixes (findings 7-12, 14, 16-18).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from oclsci.errors import (
+    EXIT_NO_PLATFORM,
+    EXIT_USAGE,
+    ArgumentTypeError,
+    InputError,
+    InvalidArgumentError,
+    NonFiniteResultError,
+)
+from oclsci.io import read_array
+from oclsci.jacobi_reference import jacobi_numpy
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def oclsci(*args, cwd, env=None, timeout=300):
+    """Run the CLI in a subprocess from ``cwd``; return the CompletedProcess."""
+    return subprocess.run([sys.executable, "-m", "oclsci", *map(str, args)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def assert_one_line_error(result, code, *fragments):
+    """Exit ``code`` with one ``oclsci: error:`` line holding every fragment, no traceback."""
+    assert result.returncode == code, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oclsci: error:"), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.fixture
+def rhs_file(tmp_path):
+    rhs = np.random.default_rng(7).standard_normal((19, 13))
+    np.save(tmp_path / "b.npy", rhs)
+    return rhs, tmp_path / "b.npy"
+
+
+# -- 7, 8: --resume -------------------------------------------------------------------------
+
+def test_resume_goes_on_in_the_checkpoints_dtype(rhs_file, tmp_path):
+    rhs, path = rhs_file
+    first = oclsci("jacobi", path, "-n", 40, "--dtype", "float64", "--checkpoint", "c.npz",
+                   "-q", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    resumed = oclsci("jacobi", "--resume", "c.npz", "-n", 90, "-o", "x.npy", "-q", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    x = np.load(tmp_path / "x.npy")
+    assert x.dtype == np.float64
+    np.testing.assert_array_equal(x, jacobi_numpy(rhs, 90, dtype=np.float64))
+    contradicting = oclsci("jacobi", "--resume", "c.npz", "-n", 90, "--dtype", "float32",
+                           "-o", "y.npy", cwd=tmp_path)
+    assert_one_line_error(contradicting, 1, "--dtype float32", "c.npz", "float64")
+    assert not (tmp_path / "y.npy").exists()
+
+
+def test_resume_refuses_fewer_iterations_than_done(rhs_file, tmp_path):
+    _, path = rhs_file
+    assert oclsci("jacobi", path, "-n", 30, "--checkpoint", "c.npz", "-q",
+                  cwd=tmp_path).returncode == 0
+    result = oclsci("jacobi", "--resume", "c.npz", "-n", 10, "-o", "x.npy", cwd=tmp_path)
+    assert_one_line_error(result, 1, "c.npz", "iteration 30", "--iterations 10")
+    assert not (tmp_path / "x.npy").exists()
+
+
+def test_absurd_iteration_counts_are_refused(rhs_file, tmp_path):
+    from oclsci.checkpoint import load_checkpoint
+
+    rhs, path = rhs_file
+    np.savez(tmp_path / "c.npz", x=rhs, rhs=rhs, iteration=np.int64(2**62),
+             format_version=np.int64(1))
+    with pytest.raises(InputError, match="out of range"):
+        load_checkpoint(tmp_path / "c.npz")
+    result = oclsci("jacobi", "--resume", "c.npz", "-n", 2**53, "-o", "x.npy", cwd=tmp_path)
+    assert_one_line_error(result, 1, "c.npz", "out of range")
+    result = oclsci("jacobi", path, "-n", 2**62, "-o", "x.npy", cwd=tmp_path)
+    assert_one_line_error(result, 1, "--iterations")
+    assert not (tmp_path / "x.npy").exists()
+
+
+# -- 9: image values as stored --------------------------------------------------------------
+
+def _png_gray(values: np.ndarray, bits: int) -> bytes:
+    """A gray PNG of ``bits`` bits per sample, written by hand (Pillow cannot write 2 or 4)."""
+    rows = b""
+    for row in values:
+        if bits < 8:
+            text = "".join(format(int(v), f"0{bits}b") for v in row)
+            text += "0" * (-len(text) % 8)
+            rows += b"\0" + int(text, 2).to_bytes(len(text) // 8, "big")
+        else:
+            rows += b"\0" + row.astype(">u2" if bits == 16 else "u1").tobytes()
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    height, width = values.shape
+    header = struct.pack(">IIBBBBB", width, height, bits, 0, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+STORED = np.array([[0, 50, 100], [7, 99, 1]])
+IMAGES = {
+    "maxval100.pgm": (b"P5\n3 2\n100\n" + STORED.astype(np.uint8).tobytes(), STORED),
+    "maxval1000.pgm": (b"P5 # a comment\n3 2\n1000\n" + (STORED * 10).astype(">u2").tobytes(),
+                       STORED * 10),
+    "plain.pgm": (b"P2\n# c\n3 2\n100\n0 50 100\n7 99 1\n", STORED),
+    "plain.pbm": (b"P1\n3 2\n010\n1 1 0\n", np.array([[0, 1, 0], [1, 1, 0]])),
+    "raw.pbm": (b"P4\n3 2\n" + bytes([0b01000000, 0b11000000]), np.array([[0, 1, 0], [1, 1, 0]])),
+    "2bit.png": (_png_gray(STORED % 4, 2), STORED % 4),
+    "4bit.png": (_png_gray(STORED % 16, 4), STORED % 16),
+    "1bit.png": (_png_gray(STORED % 2, 1), STORED % 2),
+    "16bit.png": (_png_gray(STORED * 600, 16), STORED * 600),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IMAGES))
+def test_images_read_as_their_stored_integers(tmp_path, name):
+    data, expected = IMAGES[name]
+    (tmp_path / name).write_bytes(data)
+    array = read_array(tmp_path / name)
+    np.testing.assert_array_equal(array, expected)
+    assert np.issubdtype(array.dtype, np.integer)
+
+
+def test_min_is_white_tiff_reads_as_stored(tmp_path):
+    stored = np.array([[0, 1, 1], [1, 0, 0]], dtype=np.uint8)
+    image = Image.fromarray(stored.astype(bool))
+    buffer = io.BytesIO()
+    image.save(buffer, format="TIFF")
+    (tmp_path / "bilevel.tif").write_bytes(buffer.getvalue())
+    np.testing.assert_array_equal(read_array(tmp_path / "bilevel.tif"), stored)
+
+
+def test_jacobi_cli_uses_the_stored_pgm_values(tmp_path):
+    (tmp_path / "b.pgm").write_bytes(IMAGES["maxval100.pgm"][0])
+    result = oclsci("jacobi", "b.pgm", "-n", 25, "--dtype", "float64", "-o", "x.npy", "-q",
+                    cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"),
+                                  jacobi_numpy(STORED.astype(np.float64), 25, dtype=np.float64))
+
+
+def test_damaged_pgm_is_one_line_error(tmp_path):
+    (tmp_path / "bad.pgm").write_bytes(b"P5\n3 2\n100\n\x01\x02")
+    (tmp_path / "over.pgm").write_bytes(b"P2\n2 1\n10\n3 11\n")
+    (tmp_path / "colour.ppm").write_bytes(b"P6\n1 1\n255\n\x00\x00\x00")
+    for name, fragment in (("bad.pgm", "truncated"), ("over.pgm", "exceeds maxval"),
+                           ("colour.ppm", "colour")):
+        with pytest.raises(InputError, match=fragment):
+            read_array(tmp_path / name)
+
+
+# -- 10: values beyond the dtype, results that overflow ------------------------------------
+
+def test_values_beyond_the_dtype_are_refused_before_computing(tmp_path):
+    np.save(tmp_path / "big.npy", np.full((5, 4), 1e300))
+    result = oclsci("jacobi", "big.npy", "-n", 10, "-o", "x.npy", cwd=tmp_path)
+    assert_one_line_error(result, 1, "big.npy", "float32")
+    assert "device" not in result.stderr  # refused before choosing a device
+    assert not (tmp_path / "x.npy").exists()
+
+
+def test_overflowing_results_write_nothing(tmp_path):
+    np.save(tmp_path / "b38.npy", np.full((5, 4), 3e38, dtype=np.float32))
+    result = oclsci("jacobi", "b38.npy", "-n", 100, "-o", "x.npy", "--checkpoint", "c.npz",
+                    "-q", cwd=tmp_path)
+    assert_one_line_error(result, 1, "NaN or infinite", "float32")
+    assert not (tmp_path / "x.npy").exists() and not (tmp_path / "c.npz").exists()
+    np.save(tmp_path / "huge.npy", np.full((5, 4), 1.5e308))
+    result = oclsci("laplacian", "huge.npy", "-o", "l.npy", cwd=tmp_path)
+    assert_one_line_error(result, 1, "Laplacian", "float64")
+    assert "RuntimeWarning" not in result.stderr and not (tmp_path / "l.npy").exists()
+
+
+def test_mandelbrot_refuses_windows_that_overflow(tmp_path):
+    for dtype in ("float32", "float64"):
+        result = oclsci("mandelbrot", "--xmin", "-1e300", "--xmax", "1e300", "--dtype", dtype,
+                        "-o", "m.png", "--counts", "c.npy", cwd=tmp_path)
+        assert_one_line_error(result, 1, "xmin", dtype)
+    assert not list(tmp_path.iterdir())
+
+
+def test_api_refuses_values_beyond_the_dtype_and_overflow(any_compute):
+    from oclsci.jacobi import jacobi
+
+    with pytest.raises(InvalidArgumentError, match="float32"):
+        jacobi(np.full((4, 4), 1e300), 10, device=any_compute)
+    with pytest.raises(NonFiniteResultError):
+        jacobi(np.full((4, 4), 3e38), 100, device=any_compute)
+
+
+# -- 11: exit codes, every row of README's table --------------------------------------------
+
+def readme_exit_codes() -> list[str]:
+    """The codes of README's "Exit codes" table, as written (``128+N`` included)."""
+    section = README.read_text(encoding="utf-8").split("## Exit codes", 1)[1]
+    return re.findall(r"^\| (\d+(?:\+N)?) \|", section.split("\n## ", 1)[0], flags=re.M)
+
+
+def test_exit_code_table_is_the_one_tested():
+    from oclsci.errors import EXIT_INTERRUPTED, EXIT_USER_ERROR
+
+    assert readme_exit_codes() == ["0", "1", "2", "69", "75", "128+N"]
+    assert (EXIT_USER_ERROR, EXIT_USAGE, EXIT_NO_PLATFORM, EXIT_INTERRUPTED) == (1, 2, 69, 75)
+
+
+def test_exit_0_and_1(rhs_file, tmp_path):
+    assert oclsci("jacobi", "b.npy", "-n", 3, "-o", "x.npy", "-q", cwd=tmp_path).returncode == 0
+    assert_one_line_error(oclsci("jacobi", "missing.npy", "-n", 3, cwd=tmp_path), 1,
+                          "missing.npy")
+
+
+@pytest.mark.parametrize("args", [
+    ["jacobi", "--no-such-option"],
+    ["jacobi", "-n", "1.5"],
+    ["no-such-command"],
+    ["elementwise", "no-such-op"],
+    ["jacobi", "b.npy", "-o", "folder"],
+    ["jacobi", "--resume", "folder"],
+    ["mandelbrot", "--width", "wide"],
+])
+def test_exit_2_for_usage_errors(rhs_file, tmp_path, args):
+    (tmp_path / "folder").mkdir()
+    result = oclsci(*args, cwd=tmp_path)
+    assert_one_line_error(result, EXIT_USAGE)
+
+
+def test_exit_69_without_a_usable_device(tmp_path):
+    """PoCL alone, with a cache folder it cannot create: 69 and the folder named."""
+    (tmp_path / "a-file").write_text("")
+    env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path / "a-file" / "cache"))
+    for name in ("PYOPENCL_CTX", "PYOPENCL_TEST"):
+        env.pop(name, None)
+    devices = oclsci("devices", cwd=tmp_path, env=env)
+    if devices.returncode == 0:  # other platforms (Oclgrind in CI) still have devices
+        assert "no usable device" in devices.stdout and "a-file" in devices.stdout
+        result = oclsci("jacobi", "-n", 1, "--device", "portable", "-o", "x.npy", cwd=tmp_path,
+                        env=env)
+        assert_one_line_error(result, 1, "no usable device", "a-file", "POCL_CACHE_DIR")
+    else:
+        assert_one_line_error(devices, EXIT_NO_PLATFORM, "a-file", "POCL_CACHE_DIR")
+        result = oclsci("jacobi", "-n", 1, "-o", "x.npy", cwd=tmp_path, env=env)
+        assert_one_line_error(result, EXIT_NO_PLATFORM, "a-file", "not usable")
+    assert not (tmp_path / "x.npy").exists()
+
+
+LONG = str(10**9)  # steps: far more than a run does before its signal
+
+
+def test_exit_75_and_128_plus_n(rhs_file, tmp_path):
+    """75: a signal after a checkpoint; 128+N: a signal (SIGHUP) with no checkpoint."""
+    np.save(tmp_path / "b.npy", np.random.default_rng(1).standard_normal((16, 16)))
+    process = subprocess.Popen([sys.executable, "-m", "oclsci", "jacobi", "b.npy", "-n", LONG,
+                                "--kernel", "seed", "--checkpoint", "c.npz",
+                                "--checkpoint-every", "2000", "-q", "-o", "x.npy"],
+                               cwd=tmp_path, stderr=subprocess.PIPE, text=True,
+                               stdin=subprocess.DEVNULL)
+    try:
+        _wait_for(lambda: (tmp_path / "c.npz").exists(), process)
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 75, stderr
+    assert not (tmp_path / "x.npy").exists()
+    process = subprocess.Popen([sys.executable, "-m", "oclsci", "jacobi", "b.npy", "-n", LONG,
+                                "--kernel", "seed", "-o", "x.npy"], cwd=tmp_path,
+                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    try:
+        assert "device" in process.stderr.readline()  # the banner: handlers are in place
+        process.send_signal(signal.SIGHUP)
+        _, stderr = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGHUP, stderr
+    assert "SIGHUP" in stderr and not (tmp_path / "x.npy").exists()
+
+
+def _wait_for(condition, process, seconds: float = 240.0) -> None:
+    """Poll ``condition`` every 0.05 s while ``process`` runs (a generous, fixed limit)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert process.poll() is None, "the run ended before it was signalled"
+        assert time.monotonic() < deadline, "the run wrote no checkpoint"
+        time.sleep(0.05)
+
+
+# -- 12: PoCL's cache -----------------------------------------------------------------------
+
+def test_pocl_cache_problems_are_named(tmp_path, monkeypatch):
+    import shutil
+
+    from oclsci import device_health
+
+    env = {"POCL_CACHE_DIR": str(tmp_path / "cache")}
+    assert device_health.pocl_cache_problem(env) is None
+    (tmp_path / "file").write_text("")
+    problem = device_health.pocl_cache_problem({"POCL_CACHE_DIR": str(tmp_path / "file" / "x")})
+    assert "not usable" in problem and str(tmp_path / "file" / "x") in problem
+
+    class Usage:
+        free = 1024
+
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: Usage)
+    problem = device_health.pocl_cache_problem(env)
+    assert "full" in problem and str(tmp_path / "cache") in problem
+
+
+def test_full_pocl_cache_is_refused_before_building(monkeypatch, tmp_path):
+    import shutil
+
+    from oclsci import device_health
+    from oclsci.device import get_platforms
+    from oclsci.errors import DeviceError
+
+    pocl = [p for p in get_platforms() if device_health.is_pocl(p)]
+    if not pocl:
+        pytest.skip("PoCL is not installed")
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(1, 1, 0))
+    with pytest.raises(DeviceError, match="full file system"):
+        device_health.check_before_build(pocl[0])
+
+
+# -- 14: outputs checked before computing ---------------------------------------------------
+
+@pytest.mark.parametrize("args, fragment", [
+    (["mandelbrot", "-o", "m.jpg"], "m.jpg"),
+    (["mandelbrot", "--no-image", "--counts", "c.txt"], "c.txt"),
+    (["mandelbrot", "-o", "missing/m.png"], "does not exist"),
+    (["mandelbrot", "-o", "folder.png"], "folder"),
+    (["jacobi", "b.npy", "-o", "x.png", "--compare", "x.png"], "--compare"),
+    (["jacobi", "b.npy", "-o", "x.png", "--compare", "./x.png"], "--compare"),
+])
+def test_outputs_are_checked_before_computing(rhs_file, tmp_path, args, fragment):
+    (tmp_path / "folder.png").mkdir()
+    result = oclsci(*args, "--width", 10, "--height", 10, cwd=tmp_path) \
+        if args[0] == "mandelbrot" else oclsci(*args, "-n", 5, cwd=tmp_path)
+    assert_one_line_error(result, 1, fragment)
+    assert "device" not in result.stderr  # nothing computed, no device even chosen
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.npy", "folder.png"]
+
+
+# -- 16: the tuning cache -------------------------------------------------------------------
+
+@pytest.mark.parametrize("params", [
+    {"band_h": 8, "band_w": 0, "max_steps": 2**40, "workers": 2},
+    {"band_h": 8, "band_w": 0, "max_steps": 100000, "workers": 2},
+    {"band_h": 2**20, "band_w": 2**20, "max_steps": 1024, "workers": 65536},
+])
+def test_out_of_range_tuning_entries_are_ignored_with_one_warning(tmp_path, any_compute,
+                                                                  params):
+    from oclsci.jacobi_tuning import cache_key
+
+    rhs = np.random.default_rng(2).standard_normal((24, 20)).astype(np.float32)
+    np.save(tmp_path / "b.npy", rhs)
+    entry = {"kernel": "bands", "params": params}
+    cache = tmp_path / "tuning.json"
+    key = cache_key(any_compute, np.float32, rhs.shape)
+    cache.write_text(json.dumps({"format": 1, "entries": {key: {"best": entry}}}))
+    env = dict(os.environ, OCLSCI_TUNE_CACHE=str(cache))
+    result = oclsci("jacobi", "b.npy", "-n", 20, "-o", "x.npy", "-q", "--device",
+                    any_compute.spec, cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oclsci: warning:") and str(cache) in lines[0]
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), jacobi_numpy(rhs, 20))
+
+
+def test_tune_cache_off_writes_nothing(tmp_path, monkeypatch):
+    from oclsci.jacobi_tuning import cache_disabled, load_cache, save_entry
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("OCLSCI_TUNE_CACHE", "off")
+    assert cache_disabled() and load_cache() == {}
+    assert save_entry("key", {"best": {"kernel": "seed"}}) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- 17: the Python API's argument errors ---------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, error, fragment", [
+    ({"iterations": 1.5}, ArgumentTypeError, "iterations"),
+    ({"iterations": True}, ArgumentTypeError, "iterations"),
+    ({"iterations": -1}, InvalidArgumentError, "iterations"),
+    ({"dtype": np.int32}, InvalidArgumentError, "dtype"),
+    ({"dtype": np.uint8}, InvalidArgumentError, "dtype"),
+    ({"dtype": np.float16}, InvalidArgumentError, "dtype"),
+    ({"dtype": "no-such-type"}, ArgumentTypeError, "dtype"),
+    ({"device": 42}, ArgumentTypeError, "device"),
+    ({"x0": np.ones((3, 3))}, InvalidArgumentError, "x0 has shape"),
+    ({"tol": 0.0}, InvalidArgumentError, "tol"),
+    ({"tol": -1e-3}, InvalidArgumentError, "tol"),
+    ({"tol": float("nan")}, InvalidArgumentError, "tol"),
+    ({"tol": 1e-3, "check_every": 0}, InvalidArgumentError, "check_every"),
+])
+def test_api_arguments_get_typed_one_line_errors(any_compute, kwargs, error, fragment):
+    from oclsci.jacobi import jacobi
+
+    rhs = np.random.default_rng(5).standard_normal((8, 6))
+    arguments = {"iterations": 10, "device": any_compute, **kwargs}
+    with time_limit(120), pytest.raises(error, match=fragment) as raised:
+        jacobi(rhs, **arguments)
+    assert isinstance(raised.value, ValueError if error is InvalidArgumentError else TypeError)
+    assert "\n" not in str(raised.value)
+
+
+class TimeLimit(Exception):
+    """A call ran past its (generous) limit: before the fix, iterations=1.5 never returned."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int):
+    """Raise :class:`TimeLimit` in the main thread after ``seconds`` (SIGALRM)."""
+    def expire(signum, frame):
+        raise TimeLimit(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# -- 18: device variables named in errors ---------------------------------------------------
+
+@pytest.mark.parametrize("variable", ["PYOPENCL_CTX", "PYOPENCL_TEST"])
+def test_bad_device_variable_is_named(tmp_path, variable):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYOPENCL_CTX", "PYOPENCL_TEST")}
+    env[variable] = "no-such-platform"
+    result = oclsci("jacobi", "-n", 1, "-o", "x.npy", cwd=tmp_path, env=env)
+    assert_one_line_error(result, 1, f"{variable} 'no-such-platform'")
