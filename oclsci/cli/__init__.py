@@ -24,6 +24,7 @@ COMMANDS = {
     "elementwise": "oclsci.cli.elementwise",
     "bench": "oclsci.cli.bench",
     "tune": "oclsci.cli.tune",
+    "selftest": "oclsci.cli.selftest",
 }
 
 EXIT_SIGNAL_BASE = 128
