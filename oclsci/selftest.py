@@ -146,7 +146,8 @@ def run_check(name: str, check: Callable) -> Check:
         first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         return Check(name, False, None, time.perf_counter() - start,
                      f"{type(error).__name__}: {first[:200]}")
-    return Check(name, passed, diff, time.perf_counter() - start, detail)
+    return Check(name, bool(passed), None if diff is None else float(diff),
+                 time.perf_counter() - start, detail)
 
 
 def selftest(compute: ComputeContext, *, quick: bool = False,
