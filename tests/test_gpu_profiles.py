@@ -34,7 +34,8 @@ SHAPES = [(266, 400), (4096, 4096), (17, 40)]
 def described(profile) -> SimpleNamespace:
     """A stand-in for a ComputeContext on the described GPU (no OpenCL calls)."""
     device = SimpleNamespace(
-        name=profile.name, driver_version="described", max_work_group_size=profile.max_work_group_size,
+        name=profile.name, driver_version="described",
+        max_work_group_size=profile.max_work_group_size,
         local_mem_size=profile.local_mem_bytes, max_compute_units=profile.compute_units,
         type=cl.device_type.GPU, global_mem_size=64 * 2**30, max_mem_alloc_size=16 * 2**30)
     return SimpleNamespace(device=device, is_cpu=False, is_gpu=True, name=profile.name,
