@@ -15,6 +15,9 @@ So oclsci registers it itself, before the loader first lists platforms:
   /etc/OpenCL/vendors, so that NVIDIA's, ROCm's or Oclgrind's stay listed), and points
   ``OCL_ICD_VENDORS`` at it. Subprocesses inherit it.
 
+NVIDIA's driver library, when installed but named by no ICD file (Guix and NixOS profiles),
+is added to that folder the same way.
+
 ``OCLSCI_REGISTER_ICDS=0`` turns this off. Only :mod:`oclsci.device` calls
 :func:`register_pip_runtimes`.
 """
@@ -38,6 +41,13 @@ DEPENDENCY_DISTRIBUTIONS = (INTEL_DISTRIBUTION, "intel-cmplr-lib-rt", "tbb")
 MARKER = "oclsci-managed-icds"
 DISABLE_VARIABLE = "OCLSCI_REGISTER_ICDS"
 DEFAULT_VENDORS_DIR = Path("/etc/OpenCL/vendors")
+
+# NVIDIA's OpenCL library, where drivers put it: NixOS's /run/opengl-driver/lib, then the
+# usual library folders. Guix and NixOS profiles have no nvidia.icd that names it
+# (guix/nvidia-icd.sh and docs/guix.md; NixOS: hardware.opengl's ICD list is per-system).
+NVIDIA_LIBRARY = "libnvidia-opencl.so.1"
+NVIDIA_FOLDERS = ("/run/opengl-driver/lib", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
+                  "/usr/lib", "/usr/lib/aarch64-linux-gnu")
 
 _registered: list[str] | None = None
 _keep_loaded: list[ctypes.CDLL] = []
@@ -84,7 +94,9 @@ def loader_icd_lines(environ: dict[str, str]) -> list[tuple[str, str]]:
     current = environ.get("OCL_ICD_VENDORS", "")
     if current and Path(current).is_file():
         return [(Path(current).name, Path(current).read_text().strip())]
-    folder = Path(current) if current and Path(current).is_dir() else DEFAULT_VENDORS_DIR
+    # ocl-icd reads OPENCL_VENDOR_PATH instead of /etc/OpenCL/vendors when it is set.
+    default = Path(environ.get("OPENCL_VENDOR_PATH") or DEFAULT_VENDORS_DIR)
+    folder = Path(current) if current and Path(current).is_dir() else default
     lines = []
     for source in sorted(folder.glob("*.icd")) if folder.is_dir() else ():
         library = source.read_text(errors="replace").strip()
@@ -94,6 +106,17 @@ def loader_icd_lines(environ: dict[str, str]) -> list[tuple[str, str]]:
             library = str(source.parent / library)
         lines.append((source.name, library))
     return lines
+
+
+def unlisted_nvidia_library(lines: list[tuple[str, str]]) -> str | None:
+    """NVIDIA's OpenCL library when the driver is installed but no ICD file names it."""
+    if any("nvidia" in library.lower() for _, library in lines):
+        return None
+    for folder in NVIDIA_FOLDERS:
+        path = Path(folder) / NVIDIA_LIBRARY
+        if path.exists():
+            return str(path)
+    return None
 
 
 def _cache_root(environ: dict[str, str]) -> Path:
@@ -133,8 +156,9 @@ def register_pip_runtimes(environ: dict[str, str] | None = None) -> list[str]:
     """Make pip-installed runtimes (Intel's CPU runtime) visible to the ICD loader.
 
     Call before the first ``pyopencl.get_platforms()`` of the process; later calls return the
-    first call's answer. Returns the libraries registered (empty when none is installed, when
-    ``OCLSCI_REGISTER_ICDS=0``, or when registration failed, which is reported by a warning).
+    first call's answer. Returns the libraries registered: Intel's runtime when installed,
+    NVIDIA's when no ICD file names it; empty when there is none, when
+    ``OCLSCI_REGISTER_ICDS=0``, or when registration failed (reported by a warning).
     """
     global _registered
     if _registered is not None:
@@ -143,27 +167,37 @@ def register_pip_runtimes(environ: dict[str, str] | None = None) -> list[str]:
     _registered = []
     if environ.get(DISABLE_VARIABLE, "1").strip().lower() in ("0", "no", "false", "off"):
         return _registered
-    runtime = find_intel_runtime()
-    if runtime is None or not sys.platform.startswith("linux"):
+    if not sys.platform.startswith("linux"):
         return _registered
+    runtime = find_intel_runtime()
     current = environ.get("OCL_ICD_VENDORS", "")
     if current and (Path(current) / MARKER).exists():  # inherited from an oclsci parent
-        preload_intel_dependencies(runtime)
-        _registered = [str(runtime)]
-        return _registered
-    missing = preload_intel_dependencies(runtime)
-    if missing:
-        warnings.warn(f"Intel's OpenCL runtime ({runtime}) lacks {', '.join(missing)}; "
-                      "reinstall it with `pip install 'oclsci[intel]'`", stacklevel=2)
+        if runtime is not None:
+            preload_intel_dependencies(runtime)
+        _registered = [p.read_text().strip() for p in sorted(Path(current).glob("*.icd"))]
         return _registered
     lines = [entry for entry in loader_icd_lines(environ)
              if not entry[1].startswith("/opt/anaconda1anaconda2anaconda3")]
-    lines.append(("intel-cpu.icd", str(runtime)))
+    added = []
+    if runtime is not None:
+        missing = preload_intel_dependencies(runtime)
+        if missing:
+            warnings.warn(f"Intel's OpenCL runtime ({runtime}) lacks {', '.join(missing)}; "
+                          "reinstall it with `pip install 'oclsci[intel]'`", stacklevel=2)
+        else:
+            added.append(("intel-cpu.icd", str(runtime)))
+    nvidia = unlisted_nvidia_library(lines)
+    if nvidia is not None:
+        added.append(("nvidia.icd", nvidia))
+    if not added:
+        return _registered
+    lines += added
     try:
         folder = write_vendors_dir(lines, environ)
     except OSError as error:
-        warnings.warn(f"Intel's OpenCL runtime not registered: {error}", stacklevel=2)
+        warnings.warn(f"OpenCL runtimes not registered ({', '.join(lib for _, lib in added)}): "
+                      f"{error}", stacklevel=2)
         return _registered
     environ["OCL_ICD_VENDORS"] = str(folder)
-    _registered = [str(runtime)]
+    _registered = [library for _, library in added]
     return _registered

@@ -62,6 +62,17 @@ def test_vendors_dir_is_written_once_and_named_by_content(tmp_path):
     assert other != first and not list(other.parent.glob(".staging-*"))
 
 
+def test_nvidia_library_added_only_when_no_icd_names_it(tmp_path, monkeypatch):
+    driver = tmp_path / "opengl-driver" / "lib"
+    driver.mkdir(parents=True)
+    monkeypatch.setattr(icd, "NVIDIA_FOLDERS", (str(tmp_path / "absent"), str(driver)))
+    assert icd.unlisted_nvidia_library([("pocl.icd", "/x/libpocl.so")]) is None
+    (driver / icd.NVIDIA_LIBRARY).write_text("")
+    assert icd.unlisted_nvidia_library([("pocl.icd", "/x/libpocl.so")]) == str(
+        driver / icd.NVIDIA_LIBRARY)
+    assert icd.unlisted_nvidia_library([("nvidia.icd", "libnvidia-opencl.so.1")]) is None
+
+
 def test_disabled_by_environment(tmp_path):
     env = dict(os.environ, OCLSCI_REGISTER_ICDS="0", XDG_CACHE_HOME=str(tmp_path))
     env.pop("OCL_ICD_VENDORS", None)
