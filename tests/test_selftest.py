@@ -95,3 +95,23 @@ def test_build_error_is_a_fail_line_not_a_crash(tmp_path, monkeypatch):
         programs._lookup.cache_clear()
     assert results and not any(r.passed for r in results)
     assert all(r.max_difference is None and "Error" in r.detail for r in results)
+
+
+@pytest.mark.oclgrind
+def test_selftest_passes_under_oclgrind(tmp_path):
+    """The simulator as a third OpenCL implementation (its checks are the Oclgrind suite's)."""
+    import oclgrind as og
+
+    reason = og.missing_reason()
+    if reason:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    env = og.oclgrind_environ(og.make_vendors_dir(tmp_path / "vendors"), checks=False)
+    env.update(OCLGRIND_LOCAL_MEM_SIZE="65536",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run([sys.executable, "-m", "oclsci", "selftest", "--quick", "--device",
+                           "oclgrind"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Oclgrind" in done.stdout.splitlines()[0]
+    assert done.stdout.splitlines()[-1].startswith("selftest PASS: ")
