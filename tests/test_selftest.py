@@ -57,6 +57,7 @@ def broken_seed_kernel(tmp_path, monkeypatch):
     assert "- rhs[" in text
     seed.write_text(text.replace("- rhs[", "+ rhs["))
     monkeypatch.setattr(programs, "template_dir", lambda: kernels)
+    monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "tuning.json"))  # auto: the default
     programs._lookup.cache_clear()
     # Fresh contexts, so that no kernel built from the good templates is reused.
     monkeypatch.setattr(device_module, "_CONTEXTS", {})
