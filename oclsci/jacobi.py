@@ -58,6 +58,21 @@ def _candidates(compute: ComputeContext, kernel: str, dtype: np.dtype,
                       if c != first]
 
 
+def choose_fitting_config(compute: ComputeContext, kernel: str, dtype: Any,
+                          shape: tuple[int, int]) -> KernelConfig:
+    """The configuration :class:`JacobiSolver` takes for ``kernel`` (or ``auto``): the first
+    candidate whose built kernel accepts its work-group (CL_KERNEL_WORK_GROUP_SIZE). For
+    callers that must agree on one configuration before building solvers (MPI ranks)."""
+    dtype = np.dtype(dtype)
+    candidates = _candidates(compute, kernel, dtype, shape)
+    for config in candidates:
+        built = programs.new_kernel(compute, f"jacobi_{config.name}",
+                                    **dict(config.template_params(), dtype=dtype))
+        if config.work_group_size() <= programs.kernel_work_group_size(compute, built):
+            return config
+    return candidates[-1]
+
+
 class JacobiSolver:
     """Device buffers and kernels for the Jacobi iteration on an m x n grid.
 

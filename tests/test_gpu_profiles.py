@@ -125,6 +125,19 @@ def test_solver_takes_the_next_default_when_the_kernel_allows_fewer_items(
     assert np.array_equal(solver.read(), jacobi_numpy(rhs, 9, dtype=np.float32))
 
 
+def test_mpi_ranks_agree_on_a_configuration_the_kernel_accepts(
+        compute, kernel_limit_256, monkeypatch):
+    if compute.device.max_work_group_size < 512:
+        pytest.skip("device allows fewer than 512 work-items")
+    gpu_defaults = device_candidates(described(PROFILES[0]), "coalesced", np.float64,
+                                     (266, 400))
+    monkeypatch.setattr(jacobi_module, "choose_config", lambda *args: gpu_defaults[0])
+    monkeypatch.setattr(jacobi_module, "device_candidates", lambda *args: gpu_defaults)
+    chosen = jacobi_module.choose_fitting_config(compute, "coalesced", np.float64, (266, 400))
+    assert gpu_defaults[0].work_group_size() == 512
+    assert chosen == gpu_defaults[1] and chosen.work_group_size() == 256
+
+
 def test_a_given_configuration_too_large_for_the_kernel_is_a_clear_error(
         compute, kernel_limit_256):
     if compute.device.max_work_group_size < 512:
