@@ -3,6 +3,8 @@
 #   bash benchmarks/gpu_verify.sh checks   # tests on the GPU, every Jacobi kernel on the seed's
 #                                          # case against NumPy, Mandelbrot and axpy targets
 #   bash benchmarks/gpu_verify.sh bench    # the full `oclsci bench all` table
+#   bash benchmarks/gpu_verify.sh selftest # `oclsci selftest` (full, then --quick) and the
+#                                          # selftest, GPU-profile and fallback tests on the GPU
 # Results go to $OUT (default ./gpu-out). Needs the GPU to be the first device (PYOPENCL_CTX).
 set -u
 out=${OUT:-gpu-out}
@@ -63,8 +65,19 @@ bench() {
         --plot "$out/bench-gpu.png" --quiet
 }
 
+selftest() {
+    log "devices"; python3 -m oclsci devices
+    log "oclsci selftest --json"; time python3 -m oclsci selftest --json "$out/selftest-gpu.json"
+    echo "exit status: $?"
+    log "oclsci selftest --quick"; python3 -m oclsci selftest --quick | tail -1
+    log "tests: selftest, GPU profiles and work-group fallbacks, on the GPU"
+    OCLSCI_TEST_DEVICES=$PYOPENCL_CTX timeout 240 python3 -m pytest -q -p no:cacheprovider \
+        tests/test_selftest.py tests/test_gpu_profiles.py 2>&1 | tail -8
+}
+
 case "${1:-checks}" in
     checks) checks 2>&1 | tee "$out/checks.txt" ;;
     bench) bench 2>&1 | tee "$out/bench.txt" ;;
-    *) echo "usage: $0 checks|bench" >&2; exit 2 ;;
+    selftest) selftest 2>&1 | tee "$out/selftest.txt" ;;
+    *) echo "usage: $0 checks|bench|selftest" >&2; exit 2 ;;
 esac

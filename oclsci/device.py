@@ -23,6 +23,7 @@ import numpy as np
 import pyopencl as cl
 
 from .errors import DeviceError, NoPlatformError
+from .icd import register_pip_runtimes
 
 NO_PLATFORM_HELP = (
     "no OpenCL platform found: install one with `pip install 'oclsci[pocl]'` (CPU), or your "
@@ -41,7 +42,12 @@ LOCAL_RANK_VARIABLES = (
 
 
 def get_platforms() -> list[Any]:
-    """Return the OpenCL platforms, or raise :class:`NoPlatformError` with set-up advice."""
+    """Return the OpenCL platforms, or raise :class:`NoPlatformError` with set-up advice.
+
+    Runtimes that pip installs unregistered (Intel's, see :mod:`oclsci.icd`) are registered
+    before the ICD loader first reads its folder.
+    """
+    register_pip_runtimes()
     try:
         platforms = cl.get_platforms()
     except cl.Error as error:

@@ -381,7 +381,9 @@ class ElementwiseKernel:
                 f"elementwise kernel {self.name!r} ({types}) failed to build: "
                 f"{first or 'see the build log'}; rendered source saved to {error.source_path}",
                 build_log=error.build_log, source_path=error.source_path) from error
-        local = min(DEFAULT_LOCAL_SIZE, int(compute.device.max_work_group_size))
+        # The device's and both built kernels' limits (CL_KERNEL_WORK_GROUP_SIZE can be lower).
+        local = min(DEFAULT_LOCAL_SIZE, int(compute.device.max_work_group_size),
+                    *(programs.kernel_work_group_size(compute, k) for k in kernels))
         block = local * self.per_item
         full_groups = count // block
         events = []

@@ -31,7 +31,7 @@ from .jacobi_checks import (
     check_run_options,
     validate_grid,
 )
-from .jacobi_tuning import KERNELS, MULTI_STEP, KernelConfig, choose_config
+from .jacobi_tuning import KERNELS, MULTI_STEP, KernelConfig, choose_config, device_candidates
 from .launcher import Launch
 from .pacing import Pacer
 
@@ -44,6 +44,33 @@ RESIDUAL_GROUP_SIZE = 64
 def validate_rhs(rhs: Any) -> np.ndarray:
     """Return ``rhs`` as a 2-D finite float array, or raise :class:`InputError`."""
     return validate_grid(rhs, "the right-hand side")
+
+
+class WorkGroupTooLarge(InputError):
+    """A configuration's work-group exceeds what its built kernel allows on the device."""
+
+
+def _candidates(compute: ComputeContext, kernel: str, dtype: np.dtype,
+                shape: tuple[int, int]) -> list[KernelConfig]:
+    """The configuration ``kernel`` (or ``auto``) means here, then the smaller defaults."""
+    first = choose_config(compute, kernel, dtype, shape)
+    return [first] + [c for c in device_candidates(compute, first.name, dtype, shape)
+                      if c != first]
+
+
+def choose_fitting_config(compute: ComputeContext, kernel: str, dtype: Any,
+                          shape: tuple[int, int]) -> KernelConfig:
+    """The configuration :class:`JacobiSolver` takes for ``kernel`` (or ``auto``): the first
+    candidate whose built kernel accepts its work-group (CL_KERNEL_WORK_GROUP_SIZE). For
+    callers that must agree on one configuration before building solvers (MPI ranks)."""
+    dtype = np.dtype(dtype)
+    candidates = _candidates(compute, kernel, dtype, shape)
+    for config in candidates:
+        built = programs.new_kernel(compute, f"jacobi_{config.name}",
+                                    **dict(config.template_params(), dtype=dtype))
+        if config.work_group_size() <= programs.kernel_work_group_size(compute, built):
+            return config
+    return candidates[-1]
 
 
 class JacobiSolver:
@@ -69,7 +96,9 @@ class JacobiSolver:
         self.row_stride = -(-(self.n + 2) // 16) * 16
         nbytes = 3 * (self.m + 2) * self.row_stride * self.dtype.itemsize
         compute.check_allocation(nbytes, f"a {self.m}x{self.n} {self.dtype.name} grid")
-        self.config = config or choose_config(compute, kernel, self.dtype, (self.m, self.n))
+        candidates = [config] if config else _candidates(compute, kernel, self.dtype,
+                                                         (self.m, self.n))
+        self.config = candidates[0]
         if self.config.name not in KERNEL_NAMES:
             raise InputError(f"unknown kernel {self.config.name!r}; choose one of "
                              f"{', '.join(KERNEL_NAMES)} or auto")
@@ -86,7 +115,16 @@ class JacobiSolver:
         self.current = 0
         self._rhs_host = padded_rhs
         self._rhs_cumulative_squares: np.ndarray | None = None
-        self._build_kernels()
+        # A chosen (not given) configuration that the built kernel cannot run with gives way
+        # to the next default, smaller: never a launch failure.
+        for index, candidate in enumerate(candidates):
+            self.config = candidate
+            try:
+                self._build_kernels()
+                break
+            except WorkGroupTooLarge:
+                if index == len(candidates) - 1:
+                    raise
 
     def _padded(self, interior: np.ndarray) -> np.ndarray:
         padded = np.zeros((self.m + 2, self.row_stride), dtype=self.dtype)
@@ -126,6 +164,8 @@ class JacobiSolver:
             args = (self.x_buffers[1 - source], self.x_buffers[source], self.rhs_buffer,
                     *grid_args, *extra)
             kernel = programs.new_kernel(self.compute, f"jacobi_{config.name}", **params)
+            if source == 0:
+                self._check_kernel_work_group(kernel)
             kernel.set_args(*args)
             self._launches.append(Launch(queue, kernel, self.global_size, self.local_size))
             if config.name in MULTI_STEP:
@@ -133,6 +173,18 @@ class JacobiSolver:
                 remainder.set_args(*args)
                 self._remainder_launches.append(
                     Launch(queue, remainder, self.global_size, self.local_size))
+
+    def _check_kernel_work_group(self, kernel: Any) -> None:
+        """Refuse a work-group larger than the built kernel allows (CL_KERNEL_WORK_GROUP_SIZE)."""
+        if self.local_size is None:
+            return
+        items = math.prod(self.local_size)
+        limit = programs.kernel_work_group_size(self.compute, kernel)
+        if items > limit:
+            raise WorkGroupTooLarge(
+                f"{self.config.describe()}: work-group of {items} exceeds the {limit} that "
+                f"device {self.compute.spec} ({self.compute.name}) allows for this kernel "
+                "(CL_KERNEL_WORK_GROUP_SIZE); choose a smaller local_w x local_h")
 
     def _throttle(self, event: Any) -> None:
         """Wait for the batch before last: keeps the queue's backlog bounded."""

@@ -285,20 +285,32 @@ class MandelbrotRenderer:
         kernel = self.kernel(want_z, want_smooth)
         kernel.set_args(self.counts_buffer, z_buffer, smooth_buffer, self.x_buffer,
                         self.y_buffer, *self.scalars)
+        local = self._fitted_local_size(kernel)
         if rows is None or rows == (0, self.row_count):
             return cl.enqueue_nd_range_kernel(self.compute.queue, kernel, self.global_size,
-                                              self.local_size)
+                                              local)
         first, count = rows
         if self.local_size is not None:
             count = -(-count // self.local_size[1]) * self.local_size[1]
         return cl.enqueue_nd_range_kernel(self.compute.queue, kernel,
-                                          (self.global_size[0], count), self.local_size,
+                                          (self.global_size[0], count), local,
                                           global_work_offset=(0, first))
 
     def _rows_per_launch(self) -> int:
         """First launch's rows: about ITERATIONS_PER_LAUNCH iterations' worth, whole units."""
         rows = ITERATIONS_PER_LAUNCH // max(1, self.width * self.maxiter)
         return max(1, rows // self.row_unit) * self.row_unit
+
+    def _fitted_local_size(self, kernel: Any) -> tuple[int, int] | None:
+        """GPU_LOCAL_SIZE, halved (rows first) while the built kernel allows fewer work-items
+        (CL_KERNEL_WORK_GROUP_SIZE); the global size stays a multiple of it."""
+        local = self.local_size
+        if local is None:
+            return None
+        limit = programs.kernel_work_group_size(self.compute, kernel)
+        while local[0] * local[1] > limit and max(local) > 1:
+            local = (local[0], local[1] // 2) if local[1] > 1 else (local[0] // 2, 1)
+        return local
 
     def run(self, want_z: bool = False, want_smooth: bool = True) -> MandelbrotResult:
         """Compute the image (or band); copy back the counts and the arrays asked for.

@@ -174,3 +174,14 @@ def new_kernel(compute: Any, template: str, *, name: str | None = None,
     except cl.Error as error:
         raise KernelBuildError(f"template {template!r} has no kernel named {name or template!r}") \
             from error
+
+
+def kernel_work_group_size(compute: Any, kernel: Any) -> int:
+    """CL_KERNEL_WORK_GROUP_SIZE: the most work-items a group of this built kernel may have.
+
+    It can be below the device's maximum: register pressure lowers it (NVIDIA), and clang
+    gives OpenCL kernels without ``reqd_work_group_size`` at most 256 on AMD GPUs
+    (clang/lib/CodeGen/Targets/AMDGPU.cpp, ``OpenCLDefaultMaxWorkGroupSize = 256``).
+    """
+    return int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                          compute.device))

@@ -25,6 +25,7 @@ COMMANDS = {
     "elementwise": "oclsci.cli.elementwise",
     "bench": "oclsci.cli.bench",
     "tune": "oclsci.cli.tune",
+    "selftest": "oclsci.cli.selftest",
 }
 
 

@@ -64,15 +64,14 @@ class DistributedJacobi:
                  x0: Any = None, *, dtype: Any = np.float32, kernel: str = "auto",
                  config: Any = None, exchange_every: int | None = None,
                  data_dtypes: tuple[str, str | None] | None = None):
-        from ..jacobi import JacobiSolver
-        from ..jacobi_tuning import choose_config
+        from ..jacobi import JacobiSolver, choose_fitting_config
 
         self.world = world
         self.compute = compute
         self.m, self.n = (int(v) for v in shape)
         self.dtype = np.dtype(dtype)
         if config is None:
-            config = world.agree(lambda: choose_config(
+            config = world.agree(lambda: choose_fitting_config(
                 compute, kernel, self.dtype, (max(1, self.m // world.size), self.n))
                 if world.is_root else None)
             config = world.bcast(config)

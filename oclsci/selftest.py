@@ -1,0 +1,169 @@
+"""``oclsci selftest``: build and run every kernel oclsci may choose on a device, check each.
+
+The first command on a new node. Each check builds one kernel configuration, runs it on a
+small but non-trivial problem and compares with the NumPy reference:
+
+* Jacobi: every kernel (seed, coalesced, blocked, temporal, bands) with the device's default
+  configuration, and the configuration ``--kernel auto`` picks (tuned or default), in float32
+  and float64 (where the device has fp64), bit for bit;
+* Mandelbrot: the device's kernel shape in both dtypes, escape counts as in the tests (at most
+  0.5% of the pixels may differ by rounding at the set's edge);
+* elementwise: every ready-made operation in signed, unsigned and floating types, exactly.
+
+A check that fails to build or to launch is a FAIL with the error's first line, not a crash.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .device import ComputeContext
+from .elementwise_ops import OPS
+from .jacobi import JacobiSolver, run
+from .jacobi_reference import jacobi_numpy
+from .jacobi_tuning import KERNELS, choose_config, device_default
+from .mandelbrot import mandelbrot
+from .mandelbrot_reference import mandelbrot_numpy
+
+# Problem sizes: odd, not multiples of any work-group or tile; steps not a multiple of any
+# kernel's steps per launch. --quick uses the smaller set.
+SIZES = {"full": {"jacobi": (201, 263), "steps": 37, "mandelbrot": (301, 233, 300),
+                  "elementwise": 100_003},
+         "quick": {"jacobi": (67, 91), "steps": 13, "mandelbrot": (151, 117, 200),
+                   "elementwise": 10_007}}
+MANDELBROT_AGREEMENT = 0.995
+ELEMENTWISE_TYPES = ("int8", "uint16", "int32", "int64", "float32", "float64")
+
+
+@dataclass
+class Check:
+    """The outcome of one check: PASS or FAIL, the largest difference, the seconds it took."""
+
+    name: str
+    passed: bool
+    max_difference: float | None
+    seconds: float
+    detail: str = ""
+
+    def line(self) -> str:
+        """One line of the report."""
+        diff = "-" if self.max_difference is None else f"{self.max_difference:.3g}"
+        detail = f"  {self.detail}" if self.detail else ""
+        return (f"{'PASS' if self.passed else 'FAIL'}  {self.name:<44} max diff {diff:<9} "
+                f"{self.seconds:7.2f} s{detail}")
+
+
+def _dtypes(compute: ComputeContext) -> tuple[np.dtype, ...]:
+    if compute.supports_fp64:
+        return (np.dtype(np.float32), np.dtype(np.float64))
+    return (np.dtype(np.float32),)
+
+
+def _jacobi_checks(compute: ComputeContext, size: dict) -> Iterator[tuple[str, Callable]]:
+    rng = np.random.default_rng(15)
+    shape, steps = size["jacobi"], size["steps"]
+    for dtype in _dtypes(compute):
+        rhs = (rng.standard_normal(shape) * 100).astype(dtype)
+        expected = jacobi_numpy(rhs, steps, dtype=dtype)
+        auto = choose_config(compute, "auto", dtype, shape)
+        configs = [(f"auto={auto.name}", auto)]
+        configs += [(name, config) for name in KERNELS
+                    if (config := device_default(compute, name, dtype, shape)).describe()
+                    != auto.describe()]
+        for label, config in configs:
+            def check(config=config, rhs=rhs, expected=expected, dtype=dtype):
+                solver = JacobiSolver(compute, rhs, dtype=dtype, config=config)
+                run(solver, steps)
+                got = solver.read()
+                diff = float(np.max(np.abs(got.astype(np.float64) - expected)))
+                return diff == 0.0 and bool(np.all(np.isfinite(got))), diff, config.describe()
+            yield f"jacobi {label} {dtype.name} {shape[0]}x{shape[1]} {steps} steps", check
+
+
+def _mandelbrot_checks(compute: ComputeContext, size: dict) -> Iterator[tuple[str, Callable]]:
+    width, height, maxiter = size["mandelbrot"]
+    for dtype in _dtypes(compute):
+        def check(dtype=dtype):
+            result = mandelbrot(width, height, maxiter, dtype=dtype, device=compute)
+            expected, _ = mandelbrot_numpy(width, height, maxiter, dtype=dtype)
+            agreement = float(np.mean(result.counts == expected))
+            diff = float(np.max(np.abs(result.counts.astype(np.int64) - expected)))
+            return (agreement >= MANDELBROT_AGREEMENT and expected.max() > 0, diff,
+                    f"{100 * agreement:.2f}% of counts equal")
+        yield f"mandelbrot {dtype.name} {width}x{height} maxiter {maxiter}", check
+
+
+def _random(rng: np.random.Generator, size: int, dtype: np.dtype) -> np.ndarray:
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=size, dtype=dtype, endpoint=True)
+    return rng.standard_normal(size).astype(dtype)
+
+
+def _elementwise_checks(compute: ComputeContext, size: dict) -> Iterator[tuple[str, Callable]]:
+    rng = np.random.default_rng(16)
+    count = size["elementwise"]
+    for type_name in ELEMENTWISE_TYPES:
+        dtype = np.dtype(type_name)
+        if dtype == np.float64 and not compute.supports_fp64:
+            continue
+        for op in OPS.values():
+            def check(op=op, dtype=dtype):
+                arrays = [_random(rng, count, dtype) for _ in op.arrays]
+                scalar = dtype.type(3)
+                with np.errstate(over="ignore"):
+                    expected = op.reference(*([scalar] if op.scalar_position == 0 else []),
+                                            *arrays, *([scalar] if op.scalar_position else []))
+                args = list(arrays)
+                if op.scalar_position is not None:
+                    args.insert(op.scalar_position, scalar)
+                written = {name: array for name, array in zip(op.arrays, arrays, strict=True)}
+                out = op.kernel(*args, device=compute)
+                got = written.get(op.written, out)
+                diff = float(np.max(np.abs(got.astype(np.float64) - expected.astype(np.float64))))
+                return bool(np.array_equal(got, expected)), diff, ""
+            yield f"elementwise {op.name} {type_name} n={count}", check
+
+
+def all_checks(compute: ComputeContext, quick: bool = False) -> list[tuple[str, Callable]]:
+    """Every check for ``compute``: ``(name, function returning (passed, diff, detail))``."""
+    size = SIZES["quick" if quick else "full"]
+    return [*_jacobi_checks(compute, size), *_mandelbrot_checks(compute, size),
+            *_elementwise_checks(compute, size)]
+
+
+def run_check(name: str, check: Callable) -> Check:
+    """Run one check; a build or launch error is a FAIL with the error's first line."""
+    start = time.perf_counter()
+    try:
+        passed, diff, detail = check()
+    except Exception as error:  # noqa: BLE001 - any failure of the device is a FAIL line
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        return Check(name, False, None, time.perf_counter() - start,
+                     f"{type(error).__name__}: {first[:200]}")
+    return Check(name, bool(passed), None if diff is None else float(diff),
+                 time.perf_counter() - start, detail)
+
+
+def selftest(compute: ComputeContext, *, quick: bool = False,
+             report: Callable[[Check], Any] | None = None) -> list[Check]:
+    """Run every check on ``compute``, calling ``report`` after each; return the outcomes."""
+    results = []
+    for name, check in all_checks(compute, quick=quick):
+        outcome = run_check(name, check)
+        results.append(outcome)
+        if report is not None:
+            report(outcome)
+    return results
+
+
+def summary(compute: ComputeContext, results: list[Check], seconds: float) -> dict:
+    """The JSON document of ``oclsci selftest --json``."""
+    failed = [r.name for r in results if not r.passed]
+    return {"device": compute.describe(), "passed": not failed, "checks": len(results),
+            "failed": failed, "seconds": seconds, "results": [asdict(r) for r in results]}
