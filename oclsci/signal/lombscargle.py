@@ -1,0 +1,237 @@
+"""Lomb-Scargle periodogram on one OpenCL device, with ``scipy.signal.lombscargle``'s results.
+
+:func:`lombscargle` takes sample times ``x``, values ``y`` and angular frequencies ``freqs``
+(NumPy or PyOpenCL arrays) and returns the periodogram SciPy returns for ``normalize`` False or
+True (unit weights, ``floating_mean=False``); ``precenter`` subtracts the mean of ``y`` first.
+One work-item computes one frequency in one pass over the samples (``kernels/lombscargle``).
+
+:class:`Periodogram` keeps the device buffers and kernel of one problem for repeated runs. It
+launches the frequencies in pieces of about :data:`LAUNCH_SECONDS` of device work each and
+waits for each one, so that ``should_stop`` is polled (and Python's signal handlers run) at
+least every few tenths of a second; the pieces do not change the result.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cl_array
+
+from .. import programs
+from ..device import ComputeContext, as_compute_context
+from ..errors import InputError, Interrupted
+
+# The seed's tuning steps as kernel configurations (docs/lombscargle.md); "auto" is the default.
+VARIANTS = {
+    "baseline": {"typed": False, "local_size": 0, "stride": False},
+    "typed": {"typed": True, "local_size": 0, "stride": False},
+    "bounded": {"typed": True, "local_size": 128, "stride": False},
+    "stride": {"typed": True, "local_size": 128, "stride": True},
+}
+DEFAULT_VARIANT = "stride"
+# Work-groups per compute unit of the grid-stride kernel (the seed: 20 blocks per SM).
+GROUPS_PER_UNIT = 20
+# Device seconds of work per launch once the speed is known; the first launch does
+# PROBE_PAIRS sample-frequency pairs (or one frequency) to learn it.
+LAUNCH_SECONDS = 0.1
+PROBE_PAIRS = 2**20
+MAX_INT = 2**31 - 1
+
+
+def _host(array: Any, name: str) -> np.ndarray:
+    """A 1-D float64 host copy of ``array`` (NumPy or PyOpenCL), refusing what is not."""
+    if isinstance(array, cl_array.Array):
+        array = array.get()
+    try:
+        values = np.asarray(array)
+    except (TypeError, ValueError) as error:
+        raise InputError(f"{name}: not an array ({error})") from None
+    if values.dtype.kind not in "fiub":
+        raise InputError(f"{name}: expected real numbers, got dtype {values.dtype}")
+    if values.ndim != 1:
+        raise InputError(f"{name} must be 1-D, got shape {values.shape}")
+    values = values.astype(np.float64)
+    if values.size == 0:
+        raise InputError(f"{name} is empty")
+    bad = np.count_nonzero(~np.isfinite(values))
+    if bad:
+        raise InputError(f"{name} holds {bad} NaN or infinite value(s)")
+    return values
+
+
+def resolve_normalize(normalize: Any) -> bool:
+    """False/"power" -> False, True/"normalize" -> True; "amplitude" and others refused."""
+    if isinstance(normalize, (bool, np.bool_)):
+        return bool(normalize)
+    if isinstance(normalize, str) and normalize in ("power", "normalize"):
+        return normalize == "normalize"
+    raise InputError(f"normalize must be False/'power' or True/'normalize', got {normalize!r}")
+
+
+def resolve_dtype(dtype: Any, *arrays: Any) -> np.dtype:
+    """``dtype`` as float32/float64; None: float32 when every array is float32, else float64."""
+    if dtype is None:
+        kinds = [np.asarray(a).dtype if not isinstance(a, cl_array.Array) else a.dtype
+                 for a in arrays]
+        return np.dtype(np.float32) if all(k == np.float32 for k in kinds) \
+            else np.dtype(np.float64)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise InputError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if dtype not in (np.float32, np.float64):
+        raise InputError(f"dtype must be float32 or float64, got {dtype}")
+    return dtype
+
+
+@dataclass
+class PeriodogramTimings:
+    """Seconds of the last :meth:`Periodogram.run`: device (OpenCL events), wall, launches."""
+
+    device_seconds: float
+    wall_seconds: float
+    launches: int
+    source: str = "OpenCL events"
+
+
+class Periodogram:
+    """Buffers and kernel of one problem; :meth:`run` computes ``freqs[first:first+count]``."""
+
+    def __init__(self, compute: ComputeContext, x: Any, y: Any, freqs: Any, *,
+                 precenter: bool = False, normalize: Any = False, dtype: Any = None,
+                 fast_math: bool = False, variant: str = DEFAULT_VARIANT):
+        if variant not in VARIANTS:
+            raise InputError(f"unknown variant {variant!r}; choose {', '.join(VARIANTS)}")
+        self.compute = compute
+        self.dtype = compute.check_dtype(resolve_dtype(dtype, x, y, freqs))
+        self.normalize = resolve_normalize(normalize)
+        xs, ys = _host(x, "x"), _host(y, "y")
+        if xs.size != ys.size:
+            raise InputError(f"x and y must have the same length, got {xs.size} and {ys.size}")
+        if precenter:
+            ys = ys - ys.mean()
+        self.n = int(xs.size)
+        device_freqs = isinstance(freqs, cl_array.Array) and freqs.dtype == self.dtype \
+            and freqs.ndim == 1 and freqs.flags.c_contiguous
+        self.f_count = int(freqs.size) if device_freqs else 0
+        if not device_freqs:
+            host_freqs = _host(freqs, "freqs").astype(self.dtype)
+            self.f_count = host_freqs.size
+        elif self.f_count == 0:
+            raise InputError("freqs is empty")
+        if self.n > MAX_INT or self.f_count > MAX_INT:
+            raise InputError(f"{self.n} samples, {self.f_count} frequencies: at most 2**31 - 1")
+        if self.normalize:
+            mean_square = float(np.dot(ys, ys)) / self.n
+            self.scale = np.inf if mean_square == 0 else 0.5 / mean_square
+        else:
+            self.scale = self.n / 4.0
+        itemsize = self.dtype.itemsize
+        compute.check_allocation(itemsize * (2 * self.n + 2 * self.f_count),
+                                 f"a periodogram of {self.n} samples at {self.f_count} frequencies")
+        flags, ctx = cl.mem_flags, compute.context
+        self.x_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR,
+                                  hostbuf=xs.astype(self.dtype))
+        self.y_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR,
+                                  hostbuf=ys.astype(self.dtype))
+        if device_freqs:
+            self.freqs_buffer = freqs.data
+        else:
+            self.freqs_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR,
+                                          hostbuf=host_freqs)
+        self.pgram = cl_array.empty(compute.queue, self.f_count, self.dtype)
+        config = dict(VARIANTS[variant])
+        if not compute.supports_fp64:
+            config["typed"] = True  # the baseline's double literals need fp64
+        self.variant, self.fast_math = variant, bool(fast_math)
+        options = ("-cl-fast-relaxed-math",) if fast_math else ()
+        self.kernel = programs.new_kernel(compute, "lombscargle", options=options,
+                                          dtype=self.dtype, native=bool(fast_math), **config)
+        self.local_size = config["local_size"] or None
+        self.stride = config["stride"]
+        self.work_items = (GROUPS_PER_UNIT * compute.device.max_compute_units
+                           * (self.local_size or 128))
+        self.pairs_per_second: float | None = None
+        self.timings = PeriodogramTimings(0.0, 0.0, 0)
+
+    def enqueue(self, first: int = 0, count: int | None = None) -> Any:
+        """Launch the kernel for frequencies ``first .. first + count`` without waiting."""
+        count = self.f_count - first if count is None else count
+        local = self.local_size or 1
+        items = min(count, self.work_items) if self.stride else count
+        items = -(-items // local) * local
+        self.kernel.set_args(np.int32(self.n), np.int32(first), np.int32(count), self.x_buffer,
+                             self.y_buffer, self.freqs_buffer, self.pgram.data,
+                             self.dtype.type(self.scale))
+        return cl.enqueue_nd_range_kernel(self.compute.queue, self.kernel, (items,),
+                                          None if self.local_size is None else (local,))
+
+    def _launch_count(self, first: int) -> int:
+        left = self.f_count - first
+        pairs = PROBE_PAIRS if self.pairs_per_second is None \
+            else self.pairs_per_second * LAUNCH_SECONDS
+        return int(min(left, max(1, pairs // self.n)))
+
+    def run(self, should_stop: Any = None) -> cl_array.Array:
+        """Compute every frequency into the device array ``self.pgram`` (returned).
+
+        Launches of about :data:`LAUNCH_SECONDS` each, each waited for; ``should_stop()`` is
+        polled after each, and a true answer raises :class:`~oclsci.errors.Interrupted` (exit
+        code 128 + the answer when it is a signal number, else 1).
+        """
+        wall = time.perf_counter()
+        device, launches, first = 0.0, 0, 0
+        while first < self.f_count:
+            count = self._launch_count(first)
+            started = time.perf_counter()
+            event = self.enqueue(first, count)
+            event.wait()
+            seconds = time.perf_counter() - started
+            if self.compute.profiling:
+                try:
+                    seconds = max((event.profile.end - event.profile.start) * 1e-9, 1e-9)
+                except cl.Error:
+                    pass
+            device += seconds
+            launches += 1
+            self.pairs_per_second = self.n * count / max(seconds, 1e-9)
+            first += count
+            stop = should_stop() if should_stop is not None and first < self.f_count else None
+            if stop:
+                # should_stop() may answer the signal's number: exit code 128 + N.
+                code = 128 + stop if type(stop) is int else 1
+                raise Interrupted(f"stopped by a signal after {first} of {self.f_count} "
+                                  "frequencies; no output written", exit_code=code)
+        if self.normalize and np.isinf(self.scale):
+            warnings.warn("y is zero everywhere: the normalized periodogram is NaN",
+                          RuntimeWarning, stacklevel=2)
+            self.pgram.fill(np.nan)
+        self.timings = PeriodogramTimings(
+            device, time.perf_counter() - wall, launches,
+            "OpenCL events" if self.compute.profiling else "host clock")
+        return self.pgram
+
+
+def lombscargle(x: Any, y: Any, freqs: Any, *, precenter: bool = False,
+                normalize: Any = False, dtype: Any = None, fast_math: bool = False,
+                device: Any = None, return_device: bool = False,
+                variant: str = DEFAULT_VARIANT) -> Any:
+    """Lomb-Scargle periodogram of samples ``(x, y)`` at angular frequencies ``freqs``.
+
+    Same meaning and results as ``scipy.signal.lombscargle(x, y, freqs, normalize=...)``
+    (with ``y - y.mean()`` for ``precenter``). ``dtype`` float32 or float64 (None: float32
+    when all inputs are float32, else float64); ``fast_math`` uses native_sin/native_cos and
+    ``-cl-fast-relaxed-math`` (float32: see docs/lombscargle.md for the accuracy lost).
+    ``device``: a SPEC, a ComputeContext or None. Returns a NumPy array, or the PyOpenCL
+    array on the device with ``return_device``. NaN or infinite inputs are refused.
+    """
+    compute = as_compute_context(device)
+    plan = Periodogram(compute, x, y, freqs, precenter=precenter, normalize=normalize,
+                       dtype=dtype, fast_math=fast_math, variant=variant)
+    result = plan.run()
+    return result if return_device else result.get()
