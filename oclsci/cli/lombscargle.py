@@ -97,6 +97,10 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
 
             compute = create_context(device, quiet=quiet)
             plan = Periodogram(compute, times, values, freqs, **options)
+            stop()  # take the signals back from PoCL's LLVM, which installs its own when it builds
+            if not quiet:
+                click.echo(f"lombscargle: computing {freqs.size} frequencies of {times.size} "
+                           "samples", err=True)
             pgram = plan.run(should_stop=stop).get()
             seconds, launches = plan.timings.device_seconds, plan.timings.launches
     title = (f"{input_path}: {times.size} samples, {dtype}"

@@ -89,6 +89,21 @@ def resolve_dtype(dtype: Any, *arrays: Any) -> np.dtype:
     return dtype
 
 
+def float32_bound(x: Any, freqs: Any, fast_math: bool = False) -> float:
+    """Bound on ``max|p - p_scipy| / max(p_scipy)`` of a float32 (or fast-math) periodogram.
+
+    The phase ``w * x`` is rounded to float32 (relative error eps), so each cosine and sine is
+    off by up to ``eps * max|w x|``, and the power by twice that, relative to the peak; 16x that
+    covers the sums and tau. native_sin/native_cos add their own error, about 2**-11 relative
+    on the GPUs and CPUs measured (docs/lombscargle.md), hence ``fast_math`` allows 2**-9.
+    """
+    eps = float(np.finfo(np.float32).eps)
+    phase = float(np.max(np.abs(np.asarray(x, np.float64)))
+                  * np.max(np.abs(np.asarray(freqs, np.float64))))
+    bound = 16 * eps * max(1.0, phase) + 1e-5
+    return bound + (2.0**-9 if fast_math else 0.0)
+
+
 @dataclass
 class PeriodogramTimings:
     """Seconds of the last :meth:`Periodogram.run`: device (OpenCL events), wall, launches."""
