@@ -14,23 +14,29 @@
     typed      true: every literal and mixed operation written in real_t (explicit casts);
                false: the seed's baseline, double literals (float kernels promote to double
                where a literal appears, on devices with fp64);
-    native     true: native_sin / native_cos (the -use_fast_math analogue, built with
-               -cl-fast-relaxed-math by the host); false: sincos() to full precision;
+    native     true: native_sin / native_cos in float32 (the -use_fast_math analogue, built
+               with -cl-fast-relaxed-math by the host; OpenCL has no double native_sin, so
+               float64 keeps sincos, as -use_fast_math only changes single precision);
+               false: sincos() to full precision;
     local_size >0: __attribute__((reqd_work_group_size(local_size, 1, 1))) (launch bounds);
                0: no attribute, the runtime picks the work-group size;
     stride     true: grid-stride loop over the frequencies (a fixed number of work-items, e.g.
-               20 work-groups per compute unit); false: one work-item per frequency.
+               20 work-groups per compute unit); false: one work-item per frequency;
+    vector_width 1, or 2/4/8/16: that many consecutive frequencies per work-item in OpenCL
+               vectors (CPUs: the vector sincos of PoCL's library); needs typed.
   Arguments: n samples x, y; frequencies freqs[first .. first + count) written to
   pgram[first .. first + count).
 </%doc>
 <%
-    R = "real_t" if typed else "double"
+    VW = vector_width
+    V = "real_t" if VW == 1 else f"{cl_type(dtype)}{VW}"
+    R = V if typed else "double"
     lit = (lambda v: f"((real_t){v})") if typed else (lambda v: f"{v}")
     epsneg = float(np.finfo(dtype).epsneg)
 %>
-inline void sin_cos(const real_t a, real_t *s, real_t *c)
+inline void sin_cos(const ${V} a, ${V} *s, ${V} *c)
 {
-% if native:
+% if native and np.dtype(dtype) == np.float32:
     *s = native_sin(a);
     *c = native_cos(a);
 % else:
@@ -48,19 +54,26 @@ __kernel void lombscargle(const int n, const int first, const int count,
                           __global real_t *restrict pgram,
                           const real_t scale)
 {
+    // Work-item k computes frequencies first + ${VW} k .. first + ${VW} k + ${VW - 1}
+    // (buffers padded to a multiple of ${VW} by the host).
+    const int items = (count + ${VW - 1}) / ${VW};
 % if stride:
-    for (int k = get_global_id(0); k < count; k += get_global_size(0)) {
+    for (int k = get_global_id(0); k < items; k += get_global_size(0)) {
 % else:
     {
         const int k = get_global_id(0);
-        if (k >= count)
+        if (k >= items)
             return;
 % endif
-        const int i = first + k;
-        const real_t w = freqs[i];
-        real_t xc = 0, xs = 0, cc = 0, cs = 0;
+        const int i = first + ${VW} * k;
+% if VW == 1:
+        const ${V} w = freqs[i];
+% else:
+        const ${V} w = vload${VW}(0, freqs + i);
+% endif
+        ${V} xc = 0, xs = 0, cc = 0, cs = 0;
         for (int j = 0; j < n; ++j) {
-            real_t s, c;
+            ${V} s, c;
             sin_cos(w * x[j], &s, &c);
             const real_t yj = y[j];
             xc += yj * c;
@@ -68,21 +81,26 @@ __kernel void lombscargle(const int n, const int first, const int count,
             cc += c * c;
             cs += c * s;
         }
-        const ${R} inv_n = ${lit("1.0")} / n;
+        const ${"real_t" if typed else "double"} inv_n = ${lit("1.0")} / n;
         xc *= inv_n;
         xs *= inv_n;
         cc *= inv_n;
         cs *= inv_n;
         const ${R} ss = ${lit("1.0")} - cc;
         const ${R} tau = ${lit("0.5")} * atan2(${lit("2.0")} * cs, cc - ss);
-        real_t st, ct;
-        sin_cos((real_t)tau, &st, &ct);
+        ${V} st, ct;
+        sin_cos((${V})tau, &st, &ct);
         const ${R} yc = ct * xc + st * xs;
         const ${R} ys = ct * xs - st * xc;
         ${R} cc2 = ct * ct * cc + ${lit("2.0")} * ct * st * cs + st * st * ss;
         ${R} ss2 = ${lit("1.0")} - cc2;
-        cc2 = cc2 < ${lit(repr(epsneg))} ? ${lit(repr(epsneg))} : cc2;
-        ss2 = ss2 < ${lit(repr(epsneg))} ? ${lit(repr(epsneg))} : ss2;
-        pgram[i] = (real_t)(scale * ${lit("2.0")} * (yc * yc / cc2 + ys * ys / ss2));
+        cc2 = fmax(cc2, ${lit(repr(epsneg))});   // SciPy: CC[CC < epsneg] = epsneg
+        ss2 = fmax(ss2, ${lit(repr(epsneg))});
+        const ${V} p = ${"" if typed else f"({V})"}(scale * ${lit("2.0")} * (yc * yc / cc2 + ys * ys / ss2));
+% if VW == 1:
+        pgram[i] = p;
+% else:
+        vstore${VW}(p, 0, pgram + i);
+% endif
     }
 }

@@ -32,6 +32,7 @@ WORKLOADS = {
     "jacobi": "oclsci.bench.jacobi",
     "mandelbrot": "oclsci.bench.mandelbrot",
     "elementwise": "oclsci.bench.elementwise",
+    "lombscargle": "oclsci.bench.lombscargle",
 }
 # Test-only: a comma-separated list of workloads (or "all") that get a deliberately wrong
 # variant, to show that the checks catch it and keep it out of the speed-ups.

@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from .lombscargle import VARIANTS, Periodogram, lombscargle
+from .lombscargle import DEFAULT_VARIANT, VARIANTS, Periodogram, float32_bound, lombscargle
 from .reference import lombscargle_numpy
 
-__all__ = ["VARIANTS", "Periodogram", "lombscargle", "lombscargle_numpy"]
+__all__ = ["DEFAULT_VARIANT", "VARIANTS", "float32_bound", "Periodogram", "lombscargle",
+           "lombscargle_numpy"]

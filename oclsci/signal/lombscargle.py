@@ -27,13 +27,18 @@ from ..device import ComputeContext, as_compute_context
 from ..errors import InputError, Interrupted
 
 # The seed's tuning steps as kernel configurations (docs/lombscargle.md); "auto" is the default.
+# vector_width 0: the device's preferred width (CPUs), at least 4 (float32) or 2 (float64).
 VARIANTS = {
-    "baseline": {"typed": False, "local_size": 0, "stride": False},
-    "typed": {"typed": True, "local_size": 0, "stride": False},
-    "bounded": {"typed": True, "local_size": 128, "stride": False},
-    "stride": {"typed": True, "local_size": 128, "stride": True},
+    "baseline": {"typed": False, "local_size": 0, "stride": False, "vector_width": 1},
+    "typed": {"typed": True, "local_size": 0, "stride": False, "vector_width": 1},
+    "bounded": {"typed": True, "local_size": 128, "stride": False, "vector_width": 1},
+    "stride": {"typed": True, "local_size": 128, "stride": True, "vector_width": 1},
+    "vector": {"typed": True, "local_size": 0, "stride": False, "vector_width": 0},
 }
-DEFAULT_VARIANT = "stride"
+# "auto": "vector" for float32 on CPUs (PoCL's float8 sincos), else "stride" (measured:
+# docs/lombscargle.md).
+DEFAULT_VARIANT = "auto"
+CPU_MAX_VECTOR_WIDTH = {"float32": 8, "float64": 4}
 # Work-groups per compute unit of the grid-stride kernel (the seed: 20 blocks per SM).
 GROUPS_PER_UNIT = 20
 # Device seconds of work per launch once the speed is known; the first launch does
@@ -89,6 +94,18 @@ def resolve_dtype(dtype: Any, *arrays: Any) -> np.dtype:
     return dtype
 
 
+def vector_width(compute: ComputeContext, dtype: np.dtype) -> int:
+    """Frequencies per work-item of the ``vector`` variant: the device's preferred vector
+    width, at least 4 (float32) or 2 (float64), at most 8 or 4 (PoCL builds wider ones badly)."""
+    try:
+        preferred = int(compute.device.preferred_vector_width_float if dtype == np.float32
+                        else compute.device.preferred_vector_width_double)
+    except cl.Error:
+        preferred = 0
+    low = 4 if dtype == np.float32 else 2
+    return min(max(preferred, low), CPU_MAX_VECTOR_WIDTH[np.dtype(dtype).name])
+
+
 def float32_bound(x: Any, freqs: Any, fast_math: bool = False) -> float:
     """Bound on ``max|p - p_scipy| / max(p_scipy)`` of a float32 (or fast-math) periodogram.
 
@@ -120,10 +137,12 @@ class Periodogram:
     def __init__(self, compute: ComputeContext, x: Any, y: Any, freqs: Any, *,
                  precenter: bool = False, normalize: Any = False, dtype: Any = None,
                  fast_math: bool = False, variant: str = DEFAULT_VARIANT):
-        if variant not in VARIANTS:
-            raise InputError(f"unknown variant {variant!r}; choose {', '.join(VARIANTS)}")
         self.compute = compute
         self.dtype = compute.check_dtype(resolve_dtype(dtype, x, y, freqs))
+        if variant == "auto":
+            variant = "vector" if compute.is_cpu and self.dtype == np.float32 else "stride"
+        if variant not in VARIANTS:
+            raise InputError(f"unknown variant {variant!r}; choose auto, {', '.join(VARIANTS)}")
         self.normalize = resolve_normalize(normalize)
         xs, ys = _host(x, "x"), _host(y, "y")
         if xs.size != ys.size:
@@ -133,12 +152,19 @@ class Periodogram:
         self.n = int(xs.size)
         device_freqs = isinstance(freqs, cl_array.Array) and freqs.dtype == self.dtype \
             and freqs.ndim == 1 and freqs.flags.c_contiguous
+        config = dict(VARIANTS[variant])
+        if not compute.supports_fp64:
+            config["typed"] = True  # the baseline's double literals need fp64
+        if config["vector_width"] == 0:
+            config["vector_width"] = vector_width(compute, self.dtype)
+        self.vector_width = vw = config["vector_width"]
         self.f_count = int(freqs.size) if device_freqs else 0
         if not device_freqs:
             host_freqs = _host(freqs, "freqs").astype(self.dtype)
             self.f_count = host_freqs.size
         elif self.f_count == 0:
             raise InputError("freqs is empty")
+        padded = -(-self.f_count // vw) * vw
         if self.n > MAX_INT or self.f_count > MAX_INT:
             raise InputError(f"{self.n} samples, {self.f_count} frequencies: at most 2**31 - 1")
         if self.normalize:
@@ -147,22 +173,28 @@ class Periodogram:
         else:
             self.scale = self.n / 4.0
         itemsize = self.dtype.itemsize
-        compute.check_allocation(itemsize * (2 * self.n + 2 * self.f_count),
+        compute.check_allocation(itemsize * (2 * self.n + 2 * padded),
                                  f"a periodogram of {self.n} samples at {self.f_count} frequencies")
         flags, ctx = cl.mem_flags, compute.context
         self.x_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR,
                                   hostbuf=xs.astype(self.dtype))
         self.y_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR,
                                   hostbuf=ys.astype(self.dtype))
-        if device_freqs:
+        if device_freqs and padded == self.f_count:
             self.freqs_buffer = freqs.data
         else:
-            self.freqs_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR,
-                                          hostbuf=host_freqs)
-        self.pgram = cl_array.empty(compute.queue, self.f_count, self.dtype)
-        config = dict(VARIANTS[variant])
-        if not compute.supports_fp64:
-            config["typed"] = True  # the baseline's double literals need fp64
+            # Padded with the last frequency to a whole number of vectors.
+            device_padded = cl_array.empty(compute.queue, padded, self.dtype)
+            if device_freqs:
+                device_padded[:self.f_count] = freqs
+                device_padded[self.f_count:] = freqs[-1:].get()[0]
+            else:
+                device_padded.set(np.concatenate(
+                    [host_freqs, np.full(padded - self.f_count, host_freqs[-1], self.dtype)]))
+            self.freqs_buffer = device_padded.data
+            self._freqs_array = device_padded
+        self._pgram_padded = cl_array.empty(compute.queue, padded, self.dtype)
+        self.pgram = self._pgram_padded[:self.f_count]
         self.variant, self.fast_math = variant, bool(fast_math)
         options = ("-cl-fast-relaxed-math",) if fast_math else ()
         self.kernel = programs.new_kernel(compute, "lombscargle", options=options,
@@ -178,10 +210,11 @@ class Periodogram:
         """Launch the kernel for frequencies ``first .. first + count`` without waiting."""
         count = self.f_count - first if count is None else count
         local = self.local_size or 1
-        items = min(count, self.work_items) if self.stride else count
+        items = -(-count // self.vector_width)
+        items = min(items, self.work_items) if self.stride else items
         items = -(-items // local) * local
         self.kernel.set_args(np.int32(self.n), np.int32(first), np.int32(count), self.x_buffer,
-                             self.y_buffer, self.freqs_buffer, self.pgram.data,
+                             self.y_buffer, self.freqs_buffer, self._pgram_padded.data,
                              self.dtype.type(self.scale))
         return cl.enqueue_nd_range_kernel(self.compute.queue, self.kernel, (items,),
                                           None if self.local_size is None else (local,))
@@ -190,7 +223,10 @@ class Periodogram:
         left = self.f_count - first
         pairs = PROBE_PAIRS if self.pairs_per_second is None \
             else self.pairs_per_second * LAUNCH_SECONDS
-        return int(min(left, max(1, pairs // self.n)))
+        count = int(min(left, max(1, pairs // self.n)))
+        # Whole vectors, except the last launch (whose vector reaches into the padding).
+        return count if count == left else max(self.vector_width,
+                                               count // self.vector_width * self.vector_width)
 
     def run(self, should_stop: Any = None) -> cl_array.Array:
         """Compute every frequency into the device array ``self.pgram`` (returned).
@@ -225,7 +261,7 @@ class Periodogram:
         if self.normalize and np.isinf(self.scale):
             warnings.warn("y is zero everywhere: the normalized periodogram is NaN",
                           RuntimeWarning, stacklevel=2)
-            self.pgram.fill(np.nan)
+            self._pgram_padded.fill(np.nan)
         self.timings = PeriodogramTimings(
             device, time.perf_counter() - wall, launches,
             "OpenCL events" if self.compute.profiling else "host clock")
