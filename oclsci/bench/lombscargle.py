@@ -42,6 +42,9 @@ def seed_inputs(samples: int, frequencies: int) -> tuple[np.ndarray, np.ndarray,
     return x, y, np.linspace(0.01, 10.0, frequencies)
 
 
+_SCIPY_RUNS: dict = {}
+
+
 class ScipyLombScargle:
     """scipy.signal.lombscargle on blocks of frequencies (float64, as SciPy computes)."""
 
@@ -54,7 +57,8 @@ class ScipyLombScargle:
             from scipy.signal import lombscargle as function
 
             self.description = (f"scipy.signal.lombscargle, float64, on blocks of "
-                                f"{max(1, SCIPY_BLOCK_PAIRS // x.size)} frequencies")
+                                f"{max(1, SCIPY_BLOCK_PAIRS // x.size)} frequencies; one "
+                                "timed call, shared by the float32 and float64 tables")
         except ImportError:
             from ..signal import lombscargle_numpy as function
 
@@ -62,6 +66,16 @@ class ScipyLombScargle:
         self.function = function
 
     def run(self, iterations: int) -> Timing:
+        """SciPy is timed once per problem (minutes at the seed's size on a CPU core): the
+        bench's warm-up and timed runs, and the float32 and float64 tables, share that call
+        (SciPy computes in float64 either way)."""
+        key = (self.x.size, self.freqs.size)
+        if key not in _SCIPY_RUNS:
+            _SCIPY_RUNS[key] = self._timed()
+        done = _SCIPY_RUNS[key]
+        return Timing(done.wall, None, done.output, "host clock, one call shared")
+
+    def _timed(self) -> Timing:
         block = max(1, SCIPY_BLOCK_PAIRS // self.x.size)
 
         def compute() -> np.ndarray:
@@ -92,7 +106,7 @@ class OpenclLombScargle:
             self.base = (
                 f"{'explicit real_t literals' if config['typed'] else 'double literals'}, "
                 + (f"reqd_work_group_size({config['local_size']})"
-                   if config["local_size"] else "work-group size left to the runtime")
+                   if config["local_size"] else "work-groups of 128, no attribute")
                 + (", grid-stride (20 work-groups per compute unit)" if config["stride"]
                    else ", one work-item per " + ("frequency" if width == 1 else
                                                   "vector of the device's preferred width "

@@ -46,6 +46,8 @@ GROUPS_PER_UNIT = 20
 LAUNCH_SECONDS = 0.1
 PROBE_PAIRS = 2**20
 MAX_INT = 2**31 - 1
+# Work-group size of every launch (the seed's 128 threads per block).
+LOCAL_SIZE = 128
 
 
 def _host(array: Any, name: str) -> np.ndarray:
@@ -199,25 +201,25 @@ class Periodogram:
         options = ("-cl-fast-relaxed-math",) if fast_math else ()
         self.kernel = programs.new_kernel(compute, "lombscargle", options=options,
                                           dtype=self.dtype, native=bool(fast_math), **config)
-        self.local_size = config["local_size"] or None
+        # Without reqd_work_group_size the launches still name a work-group size: left to
+        # PoCL, it changes with each launch's size, and each new size is a new compilation.
+        self.local_size = config["local_size"] or LOCAL_SIZE
         self.stride = config["stride"]
-        self.work_items = (GROUPS_PER_UNIT * compute.device.max_compute_units
-                           * (self.local_size or 128))
+        self.work_items = GROUPS_PER_UNIT * compute.device.max_compute_units * self.local_size
         self.pairs_per_second: float | None = None
         self.timings = PeriodogramTimings(0.0, 0.0, 0)
 
     def enqueue(self, first: int = 0, count: int | None = None) -> Any:
         """Launch the kernel for frequencies ``first .. first + count`` without waiting."""
         count = self.f_count - first if count is None else count
-        local = self.local_size or 1
+        local = self.local_size
         items = -(-count // self.vector_width)
         items = min(items, self.work_items) if self.stride else items
         items = -(-items // local) * local
         self.kernel.set_args(np.int32(self.n), np.int32(first), np.int32(count), self.x_buffer,
                              self.y_buffer, self.freqs_buffer, self._pgram_padded.data,
                              self.dtype.type(self.scale))
-        return cl.enqueue_nd_range_kernel(self.compute.queue, self.kernel, (items,),
-                                          None if self.local_size is None else (local,))
+        return cl.enqueue_nd_range_kernel(self.compute.queue, self.kernel, (items,), (local,))
 
     def _launch_count(self, first: int) -> int:
         left = self.f_count - first
