@@ -326,3 +326,34 @@ def test_mpi_frequencies_shared_out_identical(sample_files, tmp_path):
         out = tmp_path / f"p{ranks}.npy"
         test_mpi._ok(test_mpi.oclsci([*args, "-o", out], ranks=ranks))
         np.testing.assert_array_equal(np.load(out), expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# oclsci bench lombscargle (a small case: the seed's takes minutes on 2 cores)
+
+
+def test_bench_case_checks_every_variant(any_compute, monkeypatch):
+    from oclsci.bench import failures, run_bench, to_markdown, validate
+    from oclsci.bench import lombscargle as bench_module
+
+    monkeypatch.setattr(bench_module, "QUICK_CASE", (64, 1000))
+    report = run_bench(["lombscargle"], device=any_compute, quick=True, repeat=1)
+    validate(report)
+    assert failures(report) == []
+    cases = report["cases"]
+    assert [c["problem"]["dtype"] for c in cases] == \
+        (["float32", "float64"] if any_compute.supports_fp64 else ["float32"])
+    names = [r["variant"] for r in cases[0]["results"]]
+    assert names == ["scipy", *VARIANTS, "auto+fast-math"]
+    assert all(r["status"] == "ok" for c in cases for r in c["results"])
+    assert "Lomb-Scargle, 64 samples x 1000 frequencies" in to_markdown(report)
+
+
+def test_bench_check_catches_a_wrong_periodogram():
+    from oclsci.bench.lombscargle import relative_to_peak
+
+    reference = np.linspace(1, 2, 100)
+    check = relative_to_peak(1e-6)
+    assert check(reference * (1 + 1e-8), reference).passed
+    assert not check(reference * (1 + 1e-4), reference).passed
+    assert not check(np.full(100, np.nan), reference).passed

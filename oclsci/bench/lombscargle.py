@@ -98,7 +98,7 @@ class OpenclLombScargle:
         self.variant, self.fast_math = variant, fast_math
         self.name = variant + ("+fast-math" if fast_math else "")
         if variant == "auto":
-            kept = "vector" if compute.is_cpu and dtype == "float32" else "stride"
+            kept = "vector" if compute.is_cpu else "stride"
             self.base = f"auto (here `{kept}`)"
         else:
             config = VARIANTS[variant]

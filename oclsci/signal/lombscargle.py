@@ -35,7 +35,7 @@ VARIANTS = {
     "stride": {"typed": True, "local_size": 128, "stride": True, "vector_width": 1},
     "vector": {"typed": True, "local_size": 0, "stride": False, "vector_width": 0},
 }
-# "auto": "vector" for float32 on CPUs (PoCL's float8 sincos), else "stride" (measured:
+# "auto": "vector" on CPUs (PoCL's vector sincos), "stride" elsewhere (measured:
 # docs/lombscargle.md).
 DEFAULT_VARIANT = "auto"
 CPU_MAX_VECTOR_WIDTH = {"float32": 8, "float64": 4}
@@ -142,7 +142,7 @@ class Periodogram:
         self.compute = compute
         self.dtype = compute.check_dtype(resolve_dtype(dtype, x, y, freqs))
         if variant == "auto":
-            variant = "vector" if compute.is_cpu and self.dtype == np.float32 else "stride"
+            variant = "vector" if compute.is_cpu else "stride"
         if variant not in VARIANTS:
             raise InputError(f"unknown variant {variant!r}; choose auto, {', '.join(VARIANTS)}")
         self.normalize = resolve_normalize(normalize)
