@@ -168,14 +168,15 @@ def sincos_bound(compute: Any, pairs: float) -> str | None:
 def registers(compute: Any, dtype: str, fast_math: bool) -> str | None:
     """Registers per work-item of the kept kernel where the driver says (NVIDIA's -nv-verbose)."""
     from .. import programs
-    from ..signal import DEFAULT_VARIANT, VARIANTS
+    from ..signal import VARIANTS
 
     if "nvidia" not in compute.platform.name.lower():
         return None
     options = ("-cl-nv-verbose",) + (("-cl-fast-relaxed-math",) if fast_math else ())
     try:
         program = programs.build_program(compute, "lombscargle", options, dtype=np.dtype(dtype),
-                                         native=fast_math, **VARIANTS[DEFAULT_VARIANT])
+                                         native=fast_math, paired=True,
+                                         **VARIANTS["stride"])
         log = program.get_build_info(compute.device, cl.program_build_info.LOG)
     except (cl.Error, Exception):  # noqa: BLE001 - a note, never a failure
         return None

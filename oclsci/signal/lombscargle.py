@@ -134,11 +134,17 @@ class PeriodogramTimings:
 
 
 class Periodogram:
-    """Buffers and kernel of one problem; :meth:`run` computes ``freqs[first:first+count]``."""
+    """Buffers and kernel of one problem; :meth:`run` computes every frequency.
+
+    ``variant``: "auto" or a key of :data:`VARIANTS`. ``paired_sincos=False`` calls sin() and
+    cos() instead of sincos() (for tools that cannot follow sincos's pointer, such as
+    Oclgrind; twice slower on PoCL).
+    """
 
     def __init__(self, compute: ComputeContext, x: Any, y: Any, freqs: Any, *,
                  precenter: bool = False, normalize: Any = False, dtype: Any = None,
-                 fast_math: bool = False, variant: str = DEFAULT_VARIANT):
+                 fast_math: bool = False, variant: str = DEFAULT_VARIANT,
+                 paired_sincos: bool = True):
         self.compute = compute
         self.dtype = compute.check_dtype(resolve_dtype(dtype, x, y, freqs))
         if variant == "auto":
@@ -200,7 +206,8 @@ class Periodogram:
         self.variant, self.fast_math = variant, bool(fast_math)
         options = ("-cl-fast-relaxed-math",) if fast_math else ()
         self.kernel = programs.new_kernel(compute, "lombscargle", options=options,
-                                          dtype=self.dtype, native=bool(fast_math), **config)
+                                          dtype=self.dtype, native=bool(fast_math),
+                                          paired=bool(paired_sincos), **config)
         # Without reqd_work_group_size the launches still name a work-group size: left to
         # PoCL, it changes with each launch's size, and each new size is a new compilation.
         self.local_size = config["local_size"] or LOCAL_SIZE
