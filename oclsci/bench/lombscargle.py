@@ -13,10 +13,12 @@ each).
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -210,9 +212,13 @@ def fresh_process_first_call(compute: Any, samples: int, frequencies: int, dtype
     code = FRESH_PROCESS.format(spec=compute.spec, n=samples, f=frequencies, dtype=dtype,
                                 fast=fast_math)
     figures = None
+    # The same oclsci as this process's, installed or from a checkout.
+    package_parent = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (package_parent, os.environ.get("PYTHONPATH", "")) if p))
     for _ in range(2):
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              timeout=600)
+                              timeout=600, env=env)
         if done.returncode != 0:
             return f"fresh-process first call: failed ({done.stderr.strip()[-200:]})"
         figures = json.loads(done.stdout.strip().splitlines()[-1])
