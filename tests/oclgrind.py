@@ -620,6 +620,29 @@ def mandelbrot_cases() -> list[dict]:
     return cases
 
 
+def lombscargle_cases() -> list[dict]:
+    """The Lomb-Scargle kernel: every variant (oclsci.signal.VARIANTS) in both precisions,
+    fast math in float32, one sample at one frequency and frequency counts that are not
+    multiples of the vector width. sin() and cos() in place of sincos(), whose private pointer
+    Oclgrind's uninitialised-value checker cannot follow (a fatal error in Oclgrind)."""
+    if not _importable("oclsci.signal", "Periodogram"):
+        return []
+    from oclsci.signal import VARIANTS
+
+    cases = []
+    for variant in VARIANTS:
+        for dtype in ("float32", "float64"):
+            for fast_math in (False, True):
+                if fast_math and (dtype == "float64" or variant not in ("stride", "vector")):
+                    continue
+                for n, f in ((1, 1), (6, 13)):
+                    cases.append({"id": _case_id("lombscargle", variant, dtype,
+                                                 "fast" if fast_math else "", f"n{n}", f"f{f}"),
+                                  "kind": "lombscargle", "variant": variant, "dtype": dtype,
+                                  "fast_math": fast_math, "n": n, "f": f, "cost": n * f + 1})
+    return cases
+
+
 # Sizes of elementwise arrays: one element, less than a work-group, full groups and a tail.
 ELEMENTWISE_SIZES = (1, 300)
 
@@ -686,7 +709,7 @@ def canary_cases() -> list[dict]:
 def all_cases() -> list[dict]:
     """Every case: each kernel oclsci ships (see the generators above)."""
     return (jacobi_cases() + residual_cases() + compare_cases() + mandelbrot_cases()
-            + elementwise_cases())
+            + elementwise_cases() + lombscargle_cases())
 
 
 # ------------------------------------------------------------------------------------------
@@ -1027,7 +1050,27 @@ def _run_mandelbrot(compute: Any, case: dict) -> None:
         raise AssertionError(f"{wrong} of {counts.size} escape counts differ from NumPy")
 
 
+def _run_lombscargle(compute: Any, case: dict) -> None:
+    import numpy as np
+
+    from oclsci.signal import Periodogram, float32_bound, lombscargle_numpy
+
+    rng = _rng(case["id"])
+    x = rng.uniform(0, 10, case["n"])
+    y = rng.normal(size=case["n"]) + 0.5
+    freqs = np.linspace(0.1, 3.0, case["f"])
+    plan = Periodogram(compute, x, y, freqs, dtype=case["dtype"], fast_math=case["fast_math"],
+                       variant=case["variant"], paired_sincos=False)
+    got = plan.run().get().astype(np.float64)
+    want = lombscargle_numpy(x, y, freqs)
+    bound = 1e-10 if case["dtype"] == "float64" else float32_bound(x, freqs, case["fast_math"])
+    error = float(np.max(np.abs(got - want))) / max(float(np.max(want)), 1e-300)
+    if not error <= bound:
+        raise AssertionError(f"max error {error:.3g} of the peak (bound {bound:.3g})")
+
+
 RUNNERS = {
+    "lombscargle": _run_lombscargle,
     "canary": _run_canary,
     "compare": _run_compare,
     "elementwise": _run_elementwise,

@@ -22,6 +22,7 @@ COMMANDS = {
     "jacobi": "oclsci.cli.jacobi",
     "laplacian": "oclsci.cli.jacobi",
     "mandelbrot": "oclsci.cli.mandelbrot",
+    "lombscargle": "oclsci.cli.lombscargle",
     "elementwise": "oclsci.cli.elementwise",
     "bench": "oclsci.cli.bench",
     "tune": "oclsci.cli.tune",

@@ -29,7 +29,7 @@ def _command_line(workloads, device, quick, repeat, json_path, markdown_path, pl
 
 
 @click.command("bench")
-@click.argument("workloads", nargs=-1, metavar="[jacobi|mandelbrot|elementwise|all]...")
+@click.argument("workloads", nargs=-1, metavar="[jacobi|mandelbrot|elementwise|lombscargle|all]...")
 @device_option
 @click.option("--quick", is_flag=True,
               help="Smaller problems and fewer steps (about a minute on a 2-core CPU).")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from ..errors import InputError, OclsciError
 from .jacobi import DistributedJacobi, RowSource, gather_rows, jacobi_distributed, scatter_rows
+from .lombscargle import lombscargle_distributed
 from .mandelbrot import DEFAULT_BANDS_PER_RANK, gather_bands, mandelbrot_distributed, rank_bands
 from .slabs import (
     DEFAULT_MIN_EXCHANGE_STEPS,
@@ -54,7 +55,8 @@ from .world import (
 __all__ = [
     "InputError", "OclsciError", "DistributedJacobi", "RowSource", "gather_rows",
     "jacobi_distributed", "scatter_rows", "DEFAULT_BANDS_PER_RANK", "gather_bands",
-    "mandelbrot_distributed", "rank_bands", "DEFAULT_MIN_EXCHANGE_STEPS", "Decomposition",
+    "mandelbrot_distributed", "rank_bands", "lombscargle_distributed",
+    "DEFAULT_MIN_EXCHANGE_STEPS", "Decomposition",
     "Slab", "SlabHalo", "exchange_period", "split_rows", "MAX_MESSAGE_BYTES",
     "PRESENCE_VARIABLES", "SIZE_VARIABLES", "TAG_GATHER", "TAG_HALO", "TAG_SCATTER",
     "TEST_FAIL_VARIABLE", "RankError", "World", "exit_code_of", "launcher_world_size",

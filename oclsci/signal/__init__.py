@@ -1,0 +1,13 @@
+"""Signal processing on OpenCL devices: the Lomb-Scargle periodogram (the seeds' fourth workload).
+
+:func:`lombscargle` gives ``scipy.signal.lombscargle``'s results on any OpenCL device;
+:func:`lombscargle_numpy` is the NumPy reference beside it.
+"""
+
+from __future__ import annotations
+
+from .lombscargle import DEFAULT_VARIANT, VARIANTS, Periodogram, float32_bound, lombscargle
+from .reference import lombscargle_numpy
+
+__all__ = ["DEFAULT_VARIANT", "VARIANTS", "float32_bound", "Periodogram", "lombscargle",
+           "lombscargle_numpy"]

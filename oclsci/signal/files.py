@@ -1,0 +1,159 @@
+"""Files of ``oclsci lombscargle``: samples and frequencies in, periodograms out.
+
+Samples: a ``.npy`` array of shape (2, N) or (N, 2), or a two-column text file (time, value;
+commas, semicolons, tabs or spaces between columns; lines starting with ``#`` and one header
+line of names are skipped). Frequencies: ``MIN:MAX:COUNT`` (``np.linspace``, angular) or a
+1-D ``.npy`` file. Output: ``.npy`` (the periodogram, as SciPy returns it), ``.csv``
+(frequency, power) or ``.png`` (a plot, with matplotlib). Every error is an
+:class:`InputError` naming the file or value; outputs are written atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..io import atomic_path, check_output_path
+
+OUTPUT_SUFFIXES = (".npy", ".csv", ".png")
+PLOT_HELP = "a .png output needs matplotlib: pip install 'oclsci[plot]'"
+
+
+def read_samples(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, values)`` as float64 from a .npy (2, N)/(N, 2) array or a two-column text file."""
+    from ..io import _read_npy
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file")
+    if path.is_dir():
+        raise InputError(f"{path}: is a folder, not a file")
+    if path.suffix.lower() == ".npy":
+        array = _read_npy(path)
+    else:
+        array = _read_text(path)
+    if array.dtype.kind not in "fiub":
+        raise InputError(f"{path}: expected real numbers, got dtype {array.dtype}")
+    if array.ndim != 2 or 2 not in array.shape:
+        raise InputError(f"{path}: expected shape (2, N) or (N, 2) (time, value), "
+                         f"got {array.shape}")
+    columns = array if array.shape[0] == 2 else array.T
+    times, values = (np.ascontiguousarray(c, dtype=np.float64) for c in columns)
+    if times.size == 0:
+        raise InputError(f"{path}: no samples")
+    for name, column in (("times", times), ("values", values)):
+        bad = np.flatnonzero(~np.isfinite(column))
+        if bad.size:
+            raise InputError(f"{path}: {bad.size} NaN or infinite {name} (first at sample "
+                             f"{bad[0]})")
+    return times, values
+
+
+def _read_text(path: Path) -> np.ndarray:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="strict").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: not a readable text file ({error})") from None
+    rows: list = []
+    header_skipped = False
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        fields = [f for f in re.split(r"[,;\s]+", text) if f]
+        try:
+            values = [float(f) for f in fields]
+        except ValueError:
+            if not rows and not header_skipped:
+                header_skipped = True  # the first line may name the columns
+                continue
+            raise InputError(f"{path}:{number}: not two numbers: {line.strip()!r}") from None
+        if len(values) != 2:
+            raise InputError(f"{path}:{number}: expected 2 columns (time, value), "
+                             f"got {len(values)}")
+        rows.append(values)
+    if not rows:
+        raise InputError(f"{path}: no samples")
+    return np.array(rows, dtype=np.float64)
+
+
+def parse_freqs(spec: str | None, path: str | None) -> np.ndarray:
+    """Angular frequencies from ``MIN:MAX:COUNT`` (linspace) or a 1-D .npy file."""
+    if (spec is None) == (path is None):
+        raise InputError("give exactly one of --freqs MIN:MAX:COUNT and --freqs-file F.npy")
+    if path is not None:
+        from ..io import _read_npy
+
+        if not Path(path).is_file():
+            raise InputError(f"{path}: no such file")
+        freqs = _read_npy(Path(path))
+        if freqs.ndim != 1 or freqs.size == 0 or freqs.dtype.kind not in "fiu":
+            raise InputError(f"{path}: expected a non-empty 1-D array of numbers, got "
+                             f"shape {freqs.shape}, dtype {freqs.dtype}")
+        freqs = freqs.astype(np.float64)
+        if not np.all(np.isfinite(freqs)):
+            raise InputError(f"{path}: NaN or infinite frequencies")
+        return freqs
+    parts = spec.split(":")
+    try:
+        low, high, count = float(parts[0]), float(parts[1]), int(parts[2])
+        if len(parts) != 3:
+            raise ValueError
+    except (ValueError, IndexError):
+        raise InputError(f"--freqs {spec!r}: expected MIN:MAX:COUNT, e.g. 0.01:10:100000") \
+            from None
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise InputError(f"--freqs {spec!r}: MIN and MAX must be finite")
+    if not 1 <= count <= 2**31 - 1:
+        raise InputError(f"--freqs {spec!r}: COUNT must be from 1 to 2**31 - 1")
+    if count > 1 and not low < high:
+        raise InputError(f"--freqs {spec!r}: MIN must be less than MAX")
+    return np.linspace(low, high, count)
+
+
+def check_output(path: str | None) -> Path | None:
+    """Refuse, before any work, an output of unknown type or in a missing folder."""
+    checked = check_output_path(path, OUTPUT_SUFFIXES)
+    if checked is not None and checked.suffix.lower() == ".png":
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise InputError(PLOT_HELP) from None
+    return checked
+
+
+def write_periodogram(path: str | os.PathLike, freqs: np.ndarray, pgram: np.ndarray,
+                      title: str = "") -> None:
+    """Write ``pgram`` as .npy, (frequency, power) .csv or a .png plot, atomically."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    with atomic_path(path) as temporary:
+        if suffix == ".npy":
+            with open(temporary, "wb") as stream:
+                np.save(stream, pgram, allow_pickle=False)
+        elif suffix == ".csv":
+            table = np.column_stack([freqs, pgram.astype(np.float64)])
+            np.savetxt(temporary, table, delimiter=",", fmt="%.17g",
+                       header="angular_frequency,power", comments="")
+        else:
+            _plot(temporary, freqs, pgram, title)
+
+
+def _plot(path: Path, freqs: np.ndarray, pgram: np.ndarray, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 4), dpi=100)
+    axes.plot(freqs, pgram, linewidth=0.7)
+    axes.set_xlabel("angular frequency (rad / time unit)")
+    axes.set_ylabel("Lomb-Scargle power")
+    axes.set_title(title, fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, format="png")
+    plt.close(figure)
