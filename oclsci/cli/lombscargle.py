@@ -2,50 +2,10 @@
 
 from __future__ import annotations
 
-import signal
-
 import click
 
-from ..errors import Interrupted
+from ..signals import StopFlag
 from .options import device_option, quiet_option
-
-
-class StopOnSignal:
-    """SIGTERM, SIGINT and SIGHUP become a flag polled between launches (at most ~0.1 s of
-    device work apart); the command then stops with exit code 128 + N and writes nothing.
-
-    PoCL's LLVM installs its own handlers when it compiles: they are taken back at each poll.
-    """
-
-    SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self._previous: dict = {}
-
-    def __call__(self) -> int | None:
-        self._install()
-        return self.signum
-
-    def _install(self) -> None:
-        for signum in self.SIGNALS:
-            previous = signal.signal(signum, self._handle)
-            self._previous.setdefault(signum, previous)
-
-    def _handle(self, signum: int, frame: object) -> None:
-        self.signum = signum
-
-    def __enter__(self) -> StopOnSignal:
-        self._install()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        if self.signum is not None and exc[0] is None:
-            # A signal after the last poll: still no output.
-            raise Interrupted(f"stopped by {signal.Signals(self.signum).name}; no output "
-                              "written", exit_code=128 + self.signum)
 
 
 @click.command("lombscargle")
@@ -82,7 +42,9 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     options = {"precenter": precenter, "normalize": normalize, "dtype": dtype,
                "fast_math": fast_math}
     world = mpi_world()
-    with StopOnSignal() as stop:
+    # Signals are collected while kernels build and run; a poll between launches stops the
+    # run (128 + N, nothing written).
+    with StopFlag(raising=True) as stop:
         if world is not None:
             from ..mpi.lombscargle import lombscargle_distributed
 
@@ -97,7 +59,6 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
 
             compute = create_context(device, quiet=quiet)
             plan = Periodogram(compute, times, values, freqs, **options)
-            stop()  # take the signals back from PoCL's LLVM, which installs its own when it builds
             if not quiet:
                 click.echo(f"lombscargle: computing {freqs.size} frequencies of {times.size} "
                            "samples", err=True)
