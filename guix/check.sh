@@ -1,5 +1,5 @@
 #!/bin/bash
-# guix/check.sh [--setup] [SRC] -- evaluate oclsci's Guix files with a real Guix, offline.
+# guix/check.sh [--setup | --fail-fast] [SRC] -- evaluate oclsci's Guix files with a real Guix, offline.
 #
 # SRC (default: the checkout holding this script) is a directory with guix/*.scm and the
 # files the package is built from. For every Guix file, with the Guix of Debian unstable's
@@ -15,7 +15,8 @@
 #
 # The chroot lives in $OCLSCI_GUIX_CACHE (default /var/cache/oclsci-ci/guix) and is built
 # there when missing (needs root, debootstrap and Debian's archive: a few minutes), then reused,
-# store included, by later runs on the same machine. --setup only builds it.
+# store included, by later runs on the same machine. --setup only builds it; --fail-fast stops
+# at the first failed check.
 # Exit codes: 0 all checks pass; 1 a check failed; 2 usage; 3 no Guix could be had.
 #
 # What cannot be checked offline: `guix time-machine -C guix/channels.scm' (it fetches the
@@ -23,9 +24,12 @@
 # Debian's (1.5.0 when written), not the pin: package names and versions may differ slightly.
 set -euo pipefail
 
-usage="usage: guix/check.sh [--setup] [SRC]"
-setup_only=no
-if [ "${1:-}" = --setup ]; then setup_only=yes; shift; fi
+usage="usage: guix/check.sh [--setup | --fail-fast] [SRC]"
+setup_only=no fail_fast=no
+case ${1:-} in
+    --setup) setup_only=yes; shift ;;
+    --fail-fast) fail_fast=yes; shift ;;
+esac
 case ${1:-} in -*) echo "$usage" >&2; exit 2 ;; esac
 [ $# -le 1 ] || { echo "$usage" >&2; exit 2; }
 src=$(cd "${1:-$(dirname "$0")/..}" 2>/dev/null && pwd) \
@@ -129,6 +133,10 @@ check() {                               # check DESCRIPTION GUIX-ARGS...
         echo "FAIL  $what: guix $*"
         sed 's/^/      /' <<<"$out"
         failed+=("$what")
+        if [ "$fail_fast" = yes ]; then
+            echo "guix/check.sh: stopped at the first failed check ($what)"
+            exit 1
+        fi
     else
         echo "ok    $what"
     fi

@@ -71,10 +71,10 @@
     (propagated-inputs
      ;; (Looked up in this field, which is evaluated lazily: `guix lint -L'
      ;; loads this file while it lists packages.)
-     (let ((pyopencl (specification->package "python-pyopencl")))
-       (list pyopencl
-             (propagated-input pyopencl "python-numpy")
-             (propagated-input pyopencl "python-mako")
+     (let ((python-pyopencl (specification->package "python-pyopencl")))
+       (list python-pyopencl
+             (propagated-input python-pyopencl "python-numpy")
+             (propagated-input python-pyopencl "python-mako")
              (specification->package "python-click")
              (specification->package "python-pillow"))))
     ;; oclsci reaches OpenCL drivers through ocl-icd (pyopencl's libOpenCL),
