@@ -170,6 +170,11 @@ printf '(define-module (oclsci-lint) #:declarative? #f)\n(define-public oclsci-u
     "$in_work" >"$work/lint/oclsci-lint.scm"
 check "guix lint (offline checkers)" lint --no-network -L "$in_work/lint" oclsci
 
+# Each run adds a copy of the checkout to the chroot's store: collect the garbage past 1 GiB.
+if [ "$(du -sm "$root/gnu/store" | cut -f1)" -gt 1024 ]; then
+    in_chroot guix gc >/dev/null 2>&1 || echo "guix/check.sh: warning: guix gc failed" >&2
+fi
+
 if [ ${#failed[@]} -gt 0 ]; then
     echo "guix/check.sh: ${#failed[@]} check(s) failed: ${failed[*]}"
     exit 1
