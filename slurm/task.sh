@@ -27,6 +27,12 @@ scratch=${TMPDIR:-/tmp}/oclsci-$(id -u)
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$scratch/pocl}/job${SLURM_JOB_ID:-0}-rank$rank
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$scratch/cache}
 
+# Until oclsci installs its own handlers, the signals that ask for a checkpoint are ignored
+# rather than fatal, from here on (building the Guix profile included); `guix shell` (which forks
+# CMD and waits) ignores them too, so that only oclsci acts on them. A warning that comes too
+# early is thus harmless: the SIGTERM at the time limit still gets a checkpoint.
+if [ "$what" = oclsci ]; then trap '' USR1 TERM; fi
+
 if [ "${OCLSCI_USE_GUIX:-no}" = yes ]; then
     variant=${OCLSCI_GUIX_VARIANT:-auto}
     if [ "$variant" = auto ]; then
@@ -78,11 +84,6 @@ fi
 
 case $what in
     oclsci)
-        # Until oclsci installs its own handlers, the signals that ask for a checkpoint are
-        # ignored rather than fatal; `guix shell` (which forks CMD and waits) ignores them too,
-        # so that only oclsci acts on them. A warning that comes too early is thus harmless: the
-        # SIGTERM at the time limit still gets a checkpoint.
-        trap '' USR1 TERM
         exec "${env_cmd[@]}" "$python" -m oclsci "$@" ;;
     report)
         exec "${env_cmd[@]}" "$python" -c '
