@@ -12,26 +12,28 @@
 ;;; docs/guix.md has the command lines; tests/test_guix.py checks the names.
 
 (use-modules (guix profiles)
+             (guix packages)                  ;package-propagated-inputs
              (guix utils)                     ;current-source-directory
-             (gnu packages))                  ;specifications->manifest
+             (gnu packages)                   ;specification->package
+             ((gnu packages python) #:select (python)))
 
 (define %oclsci
-  ;; The oclsci package built from this checkout: provides the `oclsci'
-  ;; command and propagates the Python libraries listed below.
+  ;; The oclsci package built from this checkout (guix/oclsci.scm): provides
+  ;; the `oclsci' command and propagates the Python libraries it needs.
   (load (string-append (current-source-directory) "/oclsci.scm")))
 
-(concatenate-manifests
- (list (packages->manifest (list %oclsci))
-       (specifications->manifest
-        '(;; What oclsci needs at run time (main channel).
-          "python"
-          "python-pyopencl"
-          "python-numpy"
-          "python-mako"
-          "python-click"
-          "python-pillow"
-          ;; OpenCL implementation: PoCL, on the CPU.
-          "pocl"
-          ;; Diagnostics (`clinfo -l') and basic commands under --pure.
-          "clinfo"
-          "coreutils"))))
+(packages->manifest
+ (append
+  ;; oclsci, the interpreter, and what oclsci needs at run time: the very
+  ;; packages it propagates (python-pyopencl, the python-numpy and python-mako
+  ;; that python-pyopencl propagates, python-click, python-pillow), never
+  ;; "python-numpy" by name, which is the newest of several NumPys and would
+  ;; collide with python-pyopencl's (guix/check.sh catches that).
+  (list %oclsci python)
+  (map cadr (package-propagated-inputs %oclsci))
+  (map specification->package
+       '(;; OpenCL implementation: PoCL, on the CPU.
+         "pocl"
+         ;; Diagnostics (`clinfo -l') and basic commands under --pure.
+         "clinfo"
+         "coreutils"))))

@@ -5,11 +5,14 @@
 #   CMD = oclsci   run `oclsci ARGS...`
 #   CMD = report   print this node's name, Python, `oclsci --version` and `oclsci devices`
 #
-# in oclsci's environment: with OCLSCI_USE_GUIX=yes,
-#   guix time-machine -C guix/channels.scm -- shell --rebuild-cache --pure --preserve='^SLURM' ...
-#     -m guix/manifest[-amd|-nvidia].scm [-m guix/manifest-mpi.scm] -- CMD
-# (the manifest variant is chosen on the node itself: see OCLSCI_GUIX_VARIANT), otherwise in
-# the current Python environment (OCLSCI_PYTHON).
+# in oclsci's environment: with OCLSCI_USE_GUIX=yes, in the pinned Guix profile of the node's
+# variant (OCLSCI_GUIX_VARIANT: guix/manifest[-amd|-nvidia].scm [+ guix/manifest-mpi.scm]).
+# One `guix time-machine' per job and variant: the first task of the job to get here builds the
+#   guix time-machine -C guix/channels.scm -- package -p PROFILE -m guix/manifest....scm ...
+# (PROFILE: $OCLSCI_GUIX_PROFILES/VARIANT[-mpi], by default in ~/.cache/oclsci/guix-profiles, a
+# directory every node sees; the others wait on its lock), then every task runs
+#   guix shell --pure -p PROFILE --preserve='^SLURM' ... -- CMD
+# which evaluates nothing. Without Guix, the current Python environment (OCLSCI_PYTHON).
 set -eu
 
 what=${1:?usage: task.sh oclsci|report [ARGS...]}
@@ -24,6 +27,12 @@ scratch=${TMPDIR:-/tmp}/oclsci-$(id -u)
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-$scratch/pocl}/job${SLURM_JOB_ID:-0}-rank$rank
 export XDG_CACHE_HOME=${XDG_CACHE_HOME:-$scratch/cache}
 
+# Until oclsci installs its own handlers, the signals that ask for a checkpoint are ignored
+# rather than fatal, from here on (building the Guix profile included); `guix shell` (which forks
+# CMD and waits) ignores them too, so that only oclsci acts on them. A warning that comes too
+# early is thus harmless: the SIGTERM at the time limit still gets a checkpoint.
+if [ "$what" = oclsci ]; then trap '' USR1 TERM; fi
+
 if [ "${OCLSCI_USE_GUIX:-no}" = yes ]; then
     variant=${OCLSCI_GUIX_VARIANT:-auto}
     if [ "$variant" = auto ]; then
@@ -36,8 +45,28 @@ if [ "${OCLSCI_USE_GUIX:-no}" = yes ]; then
         cpu) manifest=$root/guix/manifest.scm ;;
         *) manifest=$root/guix/manifest-$variant.scm ;;
     esac
-    env_cmd=(guix time-machine -C "${OCLSCI_GUIX_CHANNELS:-$root/guix/channels.scm}" --
-             shell --rebuild-cache --pure
+    profiles=${OCLSCI_GUIX_PROFILES:-$HOME/.cache/oclsci/guix-profiles}
+    manifests=(-m "$manifest")
+    name=$variant
+    if [ "${OCLSCI_GUIX_MPI:-no}" = yes ]; then
+        manifests+=(-m "$root/guix/manifest-mpi.scm")
+        name=$variant-mpi
+    fi
+    profile=$profiles/$name
+    mkdir -p "$profiles"
+    # Built once per job (outside Slurm: every time), as the checkout may have changed; the
+    # first task builds it while the others wait, then they all use the same store path.
+    exec 8>"$profile.lock"
+    flock 8
+    job=${SLURM_JOB_ID:-none-$$}
+    if [ ! -e "$profile" ] || [ "$(cat "$profile.job" 2>/dev/null)" != "$job" ]; then
+        guix time-machine -C "${OCLSCI_GUIX_CHANNELS:-$root/guix/channels.scm}" -- \
+            package -p "$profile" "${manifests[@]}" >&2
+        echo "$job" >"$profile.job"
+    fi
+    profile=$(readlink -f "$profile")
+    exec 8>&-
+    env_cmd=(guix shell --pure -p "$profile"
              --preserve='^SLURM' --preserve='^PMI' --preserve='^OMPI_' --preserve='^OCLSCI_'
              --preserve='^PYOPENCL_' --preserve='^POCL_' --preserve='^XDG_CACHE_HOME$'
              --preserve='^(ROCR|HIP|CUDA)_VISIBLE_DEVICES$' --preserve='^GPU_DEVICE_ORDINAL$')
@@ -46,8 +75,6 @@ if [ "${OCLSCI_USE_GUIX:-no}" = yes ]; then
         eval "$("$root/guix/nvidia-icd.sh" "$scratch/nvidia-rank$rank")"
         env_cmd+=(--preserve='^OCL_ICD_VENDORS$' --preserve='^LD_LIBRARY_PATH$')
     fi
-    env_cmd+=(-m "$manifest")
-    [ "${OCLSCI_GUIX_MPI:-no}" = yes ] && env_cmd+=(-m "$root/guix/manifest-mpi.scm")
     env_cmd+=(--)
     python=python3
 else
@@ -57,11 +84,6 @@ fi
 
 case $what in
     oclsci)
-        # Until oclsci installs its own handlers, the signals that ask for a checkpoint are
-        # ignored rather than fatal; `guix shell` (which forks CMD and waits) ignores them too,
-        # so that only oclsci acts on them. A warning that comes too early is thus harmless: the
-        # SIGTERM at the time limit still gets a checkpoint.
-        trap '' USR1 TERM
         exec "${env_cmd[@]}" "$python" -m oclsci "$@" ;;
     report)
         exec "${env_cmd[@]}" "$python" -c '

@@ -305,25 +305,47 @@ def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path)
 
 
 FAKE_GUIX = """#!{python}
-# A stand-in for `guix time-machine -C CHANNELS -- shell [--pure] [--preserve=RE]... -m FILE...
-# -- CMD...`: it logs its arguments and the variables CMD gets, keeps under --pure only the
-# preserved variables (and those guix always keeps), puts the "profile" (this Python's bin
-# directory) on PATH and the checkout on PYTHONPATH (guix/oclsci.scm packages the checkout),
-# then forks CMD and waits for it, as `guix shell` does.
+# A stand-in for the two guix commands of slurm/task.sh, which it logs (arguments, and the
+# variables CMD gets):
+# * `guix time-machine -C CHANNELS -- package -p PROFILE -m FILE...': makes a "store item"
+#   (a directory under $FAKE_GUIX_STORE holding the manifest names) and points PROFILE at it;
+# * `guix shell --pure -p PROFILE [--preserve=RE]... -- CMD...': keeps under --pure only the
+#   preserved variables (and those guix always keeps), puts the "profile" (this Python's bin
+#   directory) on PATH and the checkout on PYTHONPATH (guix/oclsci.scm packages the checkout),
+#   then forks CMD and waits for it, as `guix shell` does.
 import json, os, re, sys
 args = sys.argv[1:]
-assert args[:2] == ["time-machine", "-C"] and args[3:5] == ["--", "shell"], args
-options, cmd = args[5:args.index("--", 5)], args[args.index("--", 5) + 1:]
 env = dict(os.environ)
-if "--pure" in options:
-    keep = [o.split("=", 1)[1] for o in options if o.startswith("--preserve=")]
-    keep += ["^HOME$", "^USER$", "^LOGNAME$", "^TERM$", "^DISPLAY$", "^TZ$", "^PAGER$"]
-    env = {{k: v for k, v in env.items() if any(re.search(r, k) for r in keep)}}
-manifest = options[options.index("-m") + 1]
-env["PATH"] = {bindir!r} + ":/usr/bin:/bin"  # PoCL's wheel links kernels with the host's ld
-env["PYTHONPATH"] = os.path.dirname(os.path.dirname(manifest))
+if args[0] == "time-machine":
+    assert args[1] == "-C" and args[3:5] == ["--", "package"], args
+    options = args[5:]
+    profile = options[options.index("-p") + 1]
+    manifests = [options[i + 1] for i, o in enumerate(options) if o == "-m"]
+    store = os.environ["FAKE_GUIX_STORE"]
+    os.makedirs(store, exist_ok=True)
+    item = os.path.join(store, "profile-%d" % len(os.listdir(store)))
+    os.mkdir(item)
+    with open(os.path.join(item, "manifests"), "w") as f:
+        f.write("\\n".join(manifests))
+    if os.path.lexists(profile):
+        os.unlink(profile)
+    os.symlink(item, profile)
+    cmd = None
+else:
+    assert args[0] == "shell", args
+    options, cmd = args[1:args.index("--")], args[args.index("--") + 1:]
+    if "--pure" in options:
+        keep = [o.split("=", 1)[1] for o in options if o.startswith("--preserve=")]
+        keep += ["^HOME$", "^USER$", "^LOGNAME$", "^TERM$", "^DISPLAY$", "^TZ$", "^PAGER$"]
+        env = {{k: v for k, v in env.items() if any(re.search(r, k) for r in keep)}}
+    with open(os.path.join(options[options.index("-p") + 1], "manifests")) as f:
+        manifest = f.read().split()[0]
+    env["PATH"] = {bindir!r} + ":/usr/bin:/bin"  # PoCL's wheel links kernels with the host's ld
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(manifest))
 with open(os.environ["FAKE_GUIX_LOG"], "a") as log:
     log.write(json.dumps({{"args": args, "env": sorted(env)}}) + "\\n")
+if cmd is None:
+    sys.exit(0)
 pid = os.fork()
 if pid == 0:
     os.execvpe(cmd[0], cmd, env)
@@ -334,9 +356,10 @@ sys.exit(os.waitstatus_to_exitcode(status) % 256 if os.WIFEXITED(status)
 
 
 def test_guix_environment_and_signal_to_the_step(slurm, job_env, tmp_path):
-    """With `guix` on PATH (OCLSCI_USE_GUIX=auto) the scripts run oclsci through
-    `guix time-machine -C guix/channels.scm -- shell --pure --preserve='^SLURM' -m
-    guix/manifest.scm -- ...` (a stand-in here, which forks and waits like guix shell). A USR1
+    """With `guix` on PATH (OCLSCI_USE_GUIX=auto) each job builds its profile once with
+    `guix time-machine -C guix/channels.scm -- package -p PROFILE -m guix/manifest.scm` and
+    the scripts run oclsci through `guix shell --pure -p PROFILE --preserve='^SLURM' -- ...`
+    (a stand-in here, which forks and waits like guix shell). A USR1
     sent to the job step then reaches oclsci (not the guix process), the run checkpoints, the
     job resubmits itself, and the result equals an uninterrupted run."""
     bindir = tmp_path / "bin"
@@ -346,7 +369,8 @@ def test_guix_environment_and_signal_to_the_step(slurm, job_env, tmp_path):
                                      bindir=str(Path(sys.executable).parent)))
     guix.chmod(0o755)
     env = dict(job_env, PATH=f"{bindir}{os.pathsep}{job_env['PATH']}",
-               FAKE_GUIX_LOG=str(tmp_path / "guix.log"), OCLSCI_GUIX_VARIANT="cpu")
+               FAKE_GUIX_LOG=str(tmp_path / "guix.log"), FAKE_GUIX_STORE=str(tmp_path / "store"),
+               OCLSCI_GUIX_PROFILES=str(tmp_path / "profiles"), OCLSCI_GUIX_VARIANT="cpu")
     env.pop("OCLSCI_USE_GUIX")  # auto
     inp = write_input(tmp_path / "in.npy", shape=(96, 64))
     iterations = _iterations_for(15, tmp_path, job_env, inp)
@@ -364,15 +388,22 @@ def test_guix_environment_and_signal_to_the_step(slurm, job_env, tmp_path):
     assert "environment: guix time-machine" in text
     assert_reported(text)
     calls = [json.loads(line) for line in (tmp_path / "guix.log").read_text().splitlines()]
-    assert len(calls) == 4  # report + jacobi, twice
-    for call in calls:
+    builds = [call["args"] for call in calls if call["args"][0] == "time-machine"]
+    shells = [call for call in calls if call["args"][0] == "shell"]
+    # One `guix time-machine' per job (the job and its resubmission), before its steps.
+    assert len(builds) == 2 and calls[0]["args"] == builds[0]
+    for args in builds:
+        assert args == ["time-machine", "-C", f"{ROOT}/guix/channels.scm", "--", "package",
+                        "-p", str(tmp_path / "profiles" / "cpu"), "-m", f"{ROOT}/guix/manifest.scm"]
+    assert len(shells) == 4  # report + jacobi, twice
+    for call in shells:
         args = call["args"]
-        assert args[:5] == ["time-machine", "-C", f"{ROOT}/guix/channels.scm", "--", "shell"]
-        assert {"--pure", "--preserve=^SLURM", "--rebuild-cache"} <= set(args)
-        assert args[args.index("-m") + 1] == f"{ROOT}/guix/manifest.scm"
-        assert args[args.index("--", 5) + 1:][:3] == ["python3", "-m", "oclsci"] or \
-            args[args.index("--", 5) + 1:][:2] == ["python3", "-c"]
+        assert {"--pure", "--preserve=^SLURM"} <= set(args)
+        assert Path(args[args.index("-p") + 1]).parent == tmp_path / "store"
+        assert args[args.index("--") + 1:][:3] == ["python3", "-m", "oclsci"] or \
+            args[args.index("--") + 1:][:2] == ["python3", "-c"]
         assert {"SLURM_JOB_ID", "SLURM_LOCALID", "POCL_CACHE_DIR"} <= set(call["env"])
+    calls = shells
     assert sum("--resume" in call["args"] for call in calls) == 1
 
 
