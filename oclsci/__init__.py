@@ -8,8 +8,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .device import ComputeContext, create_context, list_devices  # noqa: E402
-from .elementwise import ElementwiseKernel  # noqa: E402
 from .errors import (  # noqa: E402
     DeviceError,
     InputError,
@@ -19,9 +17,26 @@ from .errors import (  # noqa: E402
     OclsciError,
 )
 
-# Not re-exported: the function oclsci.mandelbrot.mandelbrot, whose name would hide the module.
-from .mandelbrot import MandelbrotRenderer, MandelbrotResult  # noqa: E402
-from .mandelbrot_reference import mandelbrot_numpy  # noqa: E402
+# Loaded on first use (PEP 562), so that the command line starts NumPy's and the drivers'
+# threads itself, with the stop signals blocked in them (see oclsci.signals).
+_LAZY = {
+    "ComputeContext": "device", "create_context": "device", "list_devices": "device",
+    "ElementwiseKernel": "elementwise",
+    # Not re-exported: the function oclsci.mandelbrot.mandelbrot, whose name would hide the
+    # module.
+    "MandelbrotRenderer": "mandelbrot", "MandelbrotResult": "mandelbrot",
+    "mandelbrot_numpy": "mandelbrot_reference",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oclsci' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
 
 __all__ = [
     "__version__",

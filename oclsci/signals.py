@@ -23,10 +23,13 @@ from typing import Any
 
 EXIT_SIGNAL_BASE = 128
 
-# Slurm sends SIGUSR1 (--signal) or SIGTERM before its time limit; SIGINT is Ctrl-C.
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
-# Signals that end a run at once outside a computation (SIGHUP: the terminal went away).
-EXIT_SIGNALS = (*STOP_SIGNALS, signal.SIGHUP)
+# Slurm sends SIGUSR1 (--signal) or SIGTERM before its time limit; SIGINT is Ctrl-C; SIGHUP:
+# the terminal went away. Outside a computation each ends the run at once.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)
+EXIT_SIGNALS = STOP_SIGNALS
+# Blocked in the threads that NumPy's BLAS starts (install_exit_handlers). SIGHUP is not: the
+# main thread blocks it only inside a StopFlag, which tells a test when a computation began.
+_HELPER_THREADS_BLOCK = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
 
 # sigtimedwait and pthread_sigmask are POSIX; elsewhere (Windows) handlers alone are used.
 _CAN_BLOCK = hasattr(signal, "pthread_sigmask") and hasattr(signal, "sigtimedwait")
@@ -74,9 +77,20 @@ def _install(signum: int, handler: Any) -> Any:
 
 
 def install_exit_handlers() -> None:
-    """Make each exit signal raise :class:`SignalExit` in the main thread (CLI start-up)."""
+    """Make each exit signal raise :class:`SignalExit` in the main thread (CLI start-up).
+
+    Call it before NumPy is imported: NumPy's BLAS threads are then started with the stop
+    signals blocked, so that the kernel delivers every stop signal to the main thread, even
+    while a :class:`StopFlag` blocks them there (they then wait for its poll).
+    """
     for signum in EXIT_SIGNALS:
         _install(signum, _raise_signal_exit)
+    if _CAN_BLOCK:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELPER_THREADS_BLOCK)
+        try:
+            import numpy  # noqa: F401 - starts the BLAS threads, which inherit this mask
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def reclaim_handlers() -> None:

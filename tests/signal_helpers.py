@@ -8,6 +8,7 @@ a slow or a loaded machine. Timeouts only turn a hang into a failure.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -49,9 +50,10 @@ def _wait_for(process: subprocess.Popen, ready, what: str, timeout: float = HANG
 
 
 def wait_until_computing(process: subprocess.Popen, signum: int = 15) -> None:
-    """Wait until the main thread blocks ``signum``: oclsci's compute phase has begun
-    (context creation, kernel builds and launches run with stop signals blocked)."""
-    _wait_for(process, lambda: _mask(process.pid, "SigBlk") >> (signum - 1) & 1,
+    """Wait until oclsci's compute phase has begun: its main thread then blocks the stop
+    signals (SIGHUP among them, which it blocks nowhere else) and collects them by polling;
+    context creation, kernel builds and launches all happen inside it."""
+    _wait_for(process, lambda: _mask(process.pid, "SigBlk") & (1 << (signal.SIGHUP - 1)),
               "its compute phase")
 
 

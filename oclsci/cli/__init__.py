@@ -7,6 +7,7 @@ User errors print one line and exit non-zero; ``--debug`` shows the traceback in
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import signal
 import sys
 
@@ -65,8 +66,8 @@ def _error(message: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``oclsci`` console script."""
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
-    install_exit_handlers()  # SIGINT too: no KeyboardInterrupt for click to catch
     try:
+        install_exit_handlers()  # SIGINT too: no KeyboardInterrupt for click to catch
         cli.main(args=argv, prog_name="oclsci", standalone_mode=False)
     except SignalExit as stop:
         written = getattr(stop, "written", None)
