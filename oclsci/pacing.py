@@ -38,6 +38,7 @@ class Pacer:
         self._chunk = max(1, first_chunk)
         self._queued: deque[tuple[Any, int]] = deque()  # (event, launches)
         self._last_wake: float | None = None
+        self._last_end: int | None = None
         self._since_submit = 0
 
     def launches(self, limit: int | None = None) -> int:
@@ -50,7 +51,7 @@ class Pacer:
         while len(self._queued) > self.in_flight:
             finished, size = self._queued.popleft()
             finished.wait()
-            self._adapt(size)
+            self._adapt(finished, size)
         signals.poll()
 
     def launched(self, event: Any) -> None:
@@ -64,16 +65,28 @@ class Pacer:
         """Wait for every queued chunk (the queue is about to be synchronised anyway)."""
         while self._queued:
             self._queued.popleft()[0].wait()
-        self._last_wake = None
+        self._last_wake = self._last_end = None
 
-    def _adapt(self, size: int) -> None:
-        # Between two returns from wait() the device ran one chunk (or the host enqueued one,
-        # if that is slower): scale the chunk towards chunk_seconds, at most 2x per step.
+    def _adapt(self, finished: Any, size: int) -> None:
+        # The chunk's time is the larger of its device time (from the end of the chunk before
+        # to its own end, by profiling events) and the host's time between two returns from
+        # wait(): scale the next chunk towards chunk_seconds, at most 2x up or 4x down.
         now = time.perf_counter()
-        previous, self._last_wake = self._last_wake, now
-        if previous is None:
+        previous_wake, self._last_wake = self._last_wake, now
+        previous_end, self._last_end = self._last_end, _end_of(finished)
+        if previous_wake is None:
             self._chunk = min(self.max_chunk, self._chunk * 2)
             return
-        elapsed = max(now - previous, 1e-6)
-        factor = min(2.0, max(0.25, self.chunk_seconds / elapsed))
+        seconds = now - previous_wake
+        if previous_end is not None and self._last_end is not None:
+            seconds = max(seconds, (self._last_end - previous_end) * 1e-9)
+        factor = min(2.0, max(0.25, self.chunk_seconds / max(seconds, 1e-6)))
         self._chunk = int(min(self.max_chunk, max(1, round(size * factor))))
+
+
+def _end_of(event: Any) -> int | None:
+    """The event's end on the device clock (ns), or None without profiling."""
+    try:
+        return int(event.profile.end)
+    except Exception:  # noqa: BLE001 - no profiling queue, or a driver that will not say
+        return None
