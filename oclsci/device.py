@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from .binding import bind_gpu, opencl_index
+from .binding import bind_gpu, node_name, opencl_index
 from .errors import DeviceError, NoPlatformError
 
 NO_PLATFORM_HELP = (
@@ -191,14 +191,14 @@ def select_device(
     if gpus:
         if binding is not None:
             return (*gpus[opencl_index(binding, len(gpus))],
-                    f"node-local rank {local_rank}: {binding.describe()}")
+                    f"node-local rank {local_rank} on {node_name(environ)}: {binding.describe()}")
         return (*gpus[0], "first GPU")
     if not devices:
         raise NoPlatformError(NO_PLATFORM_HELP)
     p, d, _ = min(devices, key=lambda entry: claims_every_type(entry[2]))
     if binding is not None:
-        return p, d, (f"first device; no OpenCL GPU for node-local rank {local_rank}'s "
-                      f"{binding.describe()}")
+        return p, d, (f"first device; no OpenCL GPU for node-local rank {local_rank} on "
+                      f"{node_name(environ)}: {binding.describe()}")
     return p, d, "first device"
 
 

@@ -181,9 +181,9 @@ def test_node_local_ranks_spread_over_every_gpu_of_every_platform():
     gpus = [(1, 0), (1, 1), (4, 0)]
     for rank in range(3):
         chosen = select_device(None, local_rank=rank, local_ranks=3, platforms=platforms,
-                               environ={})
+                               environ={"SLURMD_NODENAME": "n1"})
         assert chosen[:2] == gpus[rank]
-        assert chosen[2] == f"node-local rank {rank}: GPU {rank} of 3"
+        assert chosen[2] == f"node-local rank {rank} on n1: GPU {rank} of 3"
     # PYOPENCL_CTX wins over the rank.
     assert select_device(None, local_rank=1, platforms=platforms,
                          environ={"PYOPENCL_CTX": "portable"})[:2] == (2, 0)
@@ -210,9 +210,9 @@ def test_slurm_visible_devices_decide_the_gpus_of_a_rank():
     shows every GPU anyway gets the GPU's own number."""
     two = [FakePlatform("AMD Accelerated Parallel Processing",
                         [FakeDevice("gfx90a", "AMD", GPU) for _ in range(2)])]
-    env = {"ROCR_VISIBLE_DEVICES": "0,1", "CUDA_VISIBLE_DEVICES": "5,6"}
+    env = {"ROCR_VISIBLE_DEVICES": "0,1", "CUDA_VISIBLE_DEVICES": "5,6", "SLURMD_NODENAME": "n2"}
     assert select_device(None, local_rank=1, local_ranks=2, platforms=two, environ=env) == \
-        (0, 1, "node-local rank 1: GPU 1 of 2 (ROCR_VISIBLE_DEVICES=0,1: GPU 1)")
+        (0, 1, "node-local rank 1 on n2: GPU 1 of 2 (ROCR_VISIBLE_DEVICES=0,1: GPU 1)")
     # --gpus-per-task=1: one GPU visible to each rank, the first of its own list.
     assert select_device(None, local_rank=0, local_ranks=1, platforms=two[:1],
                          environ={"CUDA_VISIBLE_DEVICES": "1"})[:2] == (0, 1)
@@ -223,8 +223,8 @@ def test_slurm_visible_devices_decide_the_gpus_of_a_rank():
     # No OpenCL GPU (PoCL under fake GRES devices): the binding is still checked and reported.
     cpu = [FakePlatform("Portable Computing Language", [FakeDevice("pthread")])]
     assert select_device(None, local_rank=1, local_ranks=2, platforms=cpu,
-                         environ={"GPU_DEVICE_ORDINAL": "0,1"}) == \
-        (0, 0, "first device; no OpenCL GPU for node-local rank 1's GPU 1 of 2 "
+                         environ={"GPU_DEVICE_ORDINAL": "0,1", "SLURMD_NODENAME": "n3"}) == \
+        (0, 0, "first device; no OpenCL GPU for node-local rank 1 on n3: GPU 1 of 2 "
                "(GPU_DEVICE_ORDINAL=0,1: GPU 1)")
     with pytest.raises(GpuBindingError):
         select_device(None, local_rank=0, local_ranks=2, platforms=cpu,
