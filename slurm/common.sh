@@ -87,7 +87,9 @@ oclsci_launch() {
     if [ -n "${SLURM_JOB_ID:-}" ]; then
         # shellcheck disable=SC2206  # OCLSCI_SRUN_ARGS is a list of words on purpose
         # srun no longer takes --cpus-per-task from the allocation (Slurm >= 22.05): pass it on.
-        cmd=(srun ${SLURM_CPUS_PER_TASK:+--cpus-per-task="$SLURM_CPUS_PER_TASK"}
+        # --export=ALL: the step gets this shell's settings even when the job was submitted
+        # with --export=NONE (srun would read SLURM_EXPORT_ENV=NONE).
+        cmd=(srun --export=ALL ${SLURM_CPUS_PER_TASK:+--cpus-per-task="$SLURM_CPUS_PER_TASK"}
              ${OCLSCI_SRUN_MPI:+--mpi="$OCLSCI_SRUN_MPI"} "${srun_opts[@]}" ${OCLSCI_SRUN_ARGS:-}
              "$OCLSCI_ROOT/slurm/task.sh" "$@")
     else

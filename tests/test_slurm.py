@@ -169,8 +169,9 @@ def _pids_of_run(output: Path) -> list[int]:
             argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if proc.name.isdigit() and "jacobi" in argv and str(output) in argv and \
-                "oclsci" in argv and "time-machine" not in argv:  # not the guix stand-in
+        # `python -m oclsci jacobi ...`, not srun nor the guix stand-in that start it.
+        if proc.name.isdigit() and str(output) in argv and "time-machine" not in argv and \
+                argv[1:4] == ["-m", "oclsci", "jacobi"]:
             pids.append(int(proc.name))
     return pids
 
@@ -378,7 +379,8 @@ def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
                       "TresPerNode", "CPUs/Task", "WorkDir"):
             assert seen[later][field] == first[field], field
         assert seen[later]["Command"] == str(SLURM / "jacobi.sbatch")
-        assert slurm.run(["squeue", "-h", "-j", str(later), "-o", "%j"]).stdout.strip() == name
+        assert slurm.run(["squeue", "-h", "-t", "all", "-j", str(later), "-o", "%j"]
+                         ).stdout.strip() == name
     assert first["CPUs/Task"] == "4" and first["TresPerNode"].endswith("gpu:1")
     assert text.count("resuming from") == len(chain) - 1, text
     resumed = re.search(rf"iterations\s+{LONG_ITERATIONS} \((\d+) in this run\)", text)
