@@ -190,6 +190,14 @@ oclsci_jacobi() {
             oclsci_resubmit "$@"
             return $? ;;
         *)
+            # A rank killed by a second signal (srun passes SIGTERM on at the time limit or
+            # scancel) while rank 0 wrote the checkpoint: resume from that checkpoint (a
+            # periodic one at worst: the result is the same, bit for bit).
+            if [ "$rc" -gt 128 ] && [ -f "$OCLSCI_CHECKPOINT" ]; then
+                oclsci_log "stopped on a signal (step exit code $rc); checkpoint $OCLSCI_CHECKPOINT"
+                oclsci_resubmit "$@"
+                return $?
+            fi
             oclsci_log "oclsci failed with exit code $rc"
             return "$rc" ;;
     esac
