@@ -476,8 +476,12 @@ def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path)
     _release_once_signalled(pids, signal.SIGTERM)
     info = slurm.wait(jobid, 120)
     assert info["JobState"] == "CANCELLED"
-    _wait_for(lambda: "not resubmitting" in log.read_text(), 60, log.read_text())
-    assert slurm.jobs_named("oclsci-cancel") == [jobid]
+    # Until every process of the job has ended (the batch shell may log "not resubmitting",
+    # or be killed KillWait seconds after SIGTERM while srun waits for the ranks).
+    _wait_for(lambda: slurm.run(["squeue", "-h", "-t", "all", "-j", str(jobid), "-o", "%T"]
+                                ).stdout.strip() == "CANCELLED", 120, f"job {jobid} completing")
+    assert slurm.jobs_named("oclsci-cancel") == [jobid], log.read_text()
+    assert "resubmitted as job" not in log.read_text()
     assert ckpt.exists()
 
     second, log2 = _long_mpi_job(slurm, job_env, tmp_path, "oclsci-cancel-resume",
