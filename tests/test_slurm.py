@@ -491,6 +491,38 @@ def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path)
     assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
 
 
+def _has_selftest() -> bool:
+    r = subprocess.run([sys.executable, "-m", "oclsci", "selftest", "--help"],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode == 0
+
+
+@pytest.mark.skipif(not _has_selftest(), reason="`oclsci selftest` is not available yet")
+def test_selftest_first_step(slurm, job_env, tmp_path):
+    """OCLSCI_SELFTEST=1: `oclsci selftest --quick` runs on the node before the work; when it
+    fails (an unknown device here) the job stops with its report and runs nothing."""
+    inp = write_input(tmp_path / "in.npy", shape=(40, 30))
+    ref = reference(tmp_path, job_env, inp, 300)
+    jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy", iterations=300,
+                   output="ok.npy", selftest=1)
+    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+    finished(slurm, jobid, log, timeout=300)
+    text = log.read_text()
+    assert "task.sh oclsci selftest --quick" in text and "selftest passed on" in text, text
+    assert text.index("selftest passed") < text.index("task.sh oclsci jacobi")
+    assert np.array_equal(np.load(tmp_path / "ok.npy"), ref)
+
+    jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy", iterations=300,
+                   output="bad.npy", selftest=1, device="7:7")
+    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+    info = slurm.wait(jobid, 300)
+    text = log.read_text()
+    assert info["JobState"] == "FAILED" and info["ExitCode"] == "1:0", text
+    assert "oclsci selftest failed" in text and "oclsci jacobi" not in text.split(
+        "selftest --quick", 1)[1], text
+    assert not (tmp_path / "bad.npy").exists()
+
+
 FAKE_GUIX = """#!{python}
 # A stand-in for `guix time-machine -C CHANNELS -- shell [--pure] [--preserve=RE]... -m FILE...
 # -- CMD...`: it logs its arguments and the variables CMD gets, keeps under --pure only the
