@@ -246,7 +246,7 @@ def _alive_stopped(pid: int) -> bool:
 # Fixed sizes (never from a speed measurement): a run to be interrupted takes some seconds on
 # one PoCL thread, checkpoints every tenth of it, and is frozen at its first checkpoint.
 LONG_RUN = ("--kernel", "coalesced")
-LONG_SHAPE, LONG_ITERATIONS = (128, 96), 400_000
+LONG_SHAPE, LONG_ITERATIONS = (128, 96), 200_000
 CHECKPOINT_EVERY = LONG_ITERATIONS // 10
 
 
