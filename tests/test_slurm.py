@@ -243,10 +243,12 @@ def _alive_stopped(pid: int) -> bool:
     return state in ("T", "t")
 
 
-# Fixed sizes (never from a speed measurement): a run to be interrupted takes some seconds on
-# one PoCL thread, checkpoints every tenth of it, and is frozen at its first checkpoint.
+# Fixed sizes (never from a speed measurement): a run to be interrupted takes about 20 s on one
+# PoCL thread here, checkpoints every tenth of it, and is frozen at its first checkpoint; the
+# test must see that checkpoint before the run ends (200000 steps once proved too few on a
+# loaded machine, where the test process polled too slowly).
 LONG_RUN = ("--kernel", "coalesced")
-LONG_SHAPE, LONG_ITERATIONS = (128, 96), 200_000
+LONG_SHAPE, LONG_ITERATIONS = (128, 96), 400_000
 CHECKPOINT_EVERY = LONG_ITERATIONS // 10
 
 
