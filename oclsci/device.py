@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
+from .binding import bind_gpu, node_name, opencl_index
 from .errors import DeviceError, NoPlatformError
 from .icd import register_pip_runtimes
 
@@ -179,10 +180,16 @@ def select_device(
     spec: str | None = None,
     *,
     local_rank: int | None = None,
+    local_ranks: int | None = None,
     platforms: list[Any] | None = None,
     environ: dict[str, str] | None = None,
 ) -> tuple[int, int, str]:
-    """Choose a device; return ``(platform_index, device_index, how_it_was_chosen)``."""
+    """Choose a device; return ``(platform_index, device_index, how_it_was_chosen)``.
+
+    ``local_rank`` is this rank's index among the ``local_ranks`` ranks of its node that share
+    one list of GPUs (see :mod:`oclsci.binding`); it raises
+    :class:`~oclsci.binding.GpuBindingError` when they outnumber the GPUs.
+    """
     environ = os.environ if environ is None else environ
     platforms = get_platforms() if platforms is None else platforms
     if spec is not None and spec.strip() != "":
@@ -197,14 +204,21 @@ def select_device(
     devices = [(p, d, device) for p, platform in enumerate(platforms)
                for d, device in enumerate(platform.get_devices())]
     gpus = [(p, d) for p, d, device in devices if is_real_gpu(device)]
+    binding = None
+    if local_rank is not None:
+        # One rank per GPU of the node (Slurm's GRES variables say which GPUs are ours).
+        binding = bind_gpu(local_rank, len(gpus), ranks=local_ranks, environ=environ)
     if gpus:
-        if local_rank is not None:
-            # Spread ranks over the GPUs of the node, one rank per GPU.
-            return (*gpus[local_rank % len(gpus)], f"node-local rank {local_rank}")
+        if binding is not None:
+            return (*gpus[opencl_index(binding, len(gpus))],
+                    f"node-local rank {local_rank} on {node_name(environ)}: {binding.describe()}")
         return (*gpus[0], "first GPU")
     if not devices:
         raise NoPlatformError(no_device_message(platforms))
     p, d, _ = min(devices, key=lambda entry: claims_every_type(entry[2]))
+    if binding is not None:
+        return p, d, (f"first device; no OpenCL GPU for node-local rank {local_rank} on "
+                      f"{node_name(environ)}: {binding.describe()}")
     return p, d, "first device"
 
 
@@ -413,15 +427,18 @@ def create_context(
     *,
     quiet: bool = True,
     local_rank: int | None = None,
+    local_ranks: int | None = None,
     stream: Any = None,
     reuse: bool = True,
 ) -> ComputeContext:
     """Select a device (see the module docstring) and return its :class:`ComputeContext`.
 
-    ``quiet=False`` prints one line on stderr naming the device. Contexts are reused per
+    ``local_rank``/``local_ranks``: see :func:`select_device`. ``quiet=False`` prints one line
+    on stderr naming the device. Contexts are reused per
     device within a process unless ``reuse=False``, so that built programs are kept.
     """
-    platform_index, device_index, chosen_by = select_device(device, local_rank=local_rank)
+    platform_index, device_index, chosen_by = select_device(device, local_rank=local_rank,
+                                                            local_ranks=local_ranks)
     key = (platform_index, device_index)
     if reuse and key in _CONTEXTS:
         compute = _CONTEXTS[key]

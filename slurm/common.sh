@@ -14,6 +14,8 @@
 #   OCLSCI_CHECKPOINT, OCLSCI_CHECKPOINT_EVERY, OCLSCI_RESUME
 #   OCLSCI_RESUBMIT=yes|no, OCLSCI_MAX_RESUBMITS   (jacobi scripts: continue after a checkpoint)
 #   OCLSCI_SRUN_MPI, OCLSCI_SRUN_ARGS  srun --mpi=OCLSCI_SRUN_MPI, more srun options (how steps start)
+#   OCLSCI_SELFTEST=1             first run `oclsci selftest --quick` on every node; stop if it fails
+#   OCLSCI_SHARE_GPUS=1           let several ranks of a node share a GPU (else an error)
 #
 # Every script works outside Slurm too (`bash slurm/jacobi.sbatch`): commands then run directly.
 
@@ -84,7 +86,11 @@ oclsci_launch() {
     local -a cmd
     if [ -n "${SLURM_JOB_ID:-}" ]; then
         # shellcheck disable=SC2206  # OCLSCI_SRUN_ARGS is a list of words on purpose
-        cmd=(srun ${OCLSCI_SRUN_MPI:+--mpi="$OCLSCI_SRUN_MPI"} "${srun_opts[@]}" ${OCLSCI_SRUN_ARGS:-}
+        # srun no longer takes --cpus-per-task from the allocation (Slurm >= 22.05): pass it on.
+        # --export=ALL: the step gets this shell's settings even when the job was submitted
+        # with --export=NONE (srun would read SLURM_EXPORT_ENV=NONE).
+        cmd=(srun --export=ALL ${SLURM_CPUS_PER_TASK:+--cpus-per-task="$SLURM_CPUS_PER_TASK"}
+             ${OCLSCI_SRUN_MPI:+--mpi="$OCLSCI_SRUN_MPI"} "${srun_opts[@]}" ${OCLSCI_SRUN_ARGS:-}
              "$OCLSCI_ROOT/slurm/task.sh" "$@")
     else
         cmd=("$OCLSCI_ROOT/slurm/task.sh" "$@")
@@ -119,6 +125,22 @@ oclsci_report() {
     [ -n "${SLURM_JOB_ID:-}" ] && per_node=(--srun --nodes="${SLURM_JOB_NUM_NODES:-1}"
                                             --ntasks="${SLURM_JOB_NUM_NODES:-1}" --ntasks-per-node=1 --)
     oclsci_launch "${per_node[@]}" report || oclsci_log "warning: the report step failed (continuing)"
+    oclsci_selftest "${per_node[@]}"
+}
+
+# oclsci_selftest: with OCLSCI_SELFTEST=1, `oclsci selftest --quick [--device SPEC]` on every
+# node before the real work, so that a bad node (driver, device, build) fails the job at once
+# with the selftest's report rather than hours later.
+oclsci_selftest() {
+    case ${OCLSCI_SELFTEST:-0} in
+        1|yes) ;;
+        0|no|'') return 0 ;;
+        *) oclsci_die "OCLSCI_SELFTEST=$OCLSCI_SELFTEST: expected 1 or 0" ;;
+    esac
+    local rc=0
+    oclsci_launch "$@" oclsci selftest --quick ${OCLSCI_DEVICE:+--device "$OCLSCI_DEVICE"} || rc=$?
+    [ "$rc" = 0 ] || oclsci_die "oclsci selftest failed (exit code $rc) on ${SLURM_JOB_NODELIST:-$(uname -n)}: not running the job"
+    oclsci_log "selftest passed on ${SLURM_JOB_NODELIST:-$(uname -n)}"
 }
 
 oclsci_env_summary() {
@@ -168,6 +190,14 @@ oclsci_jacobi() {
             oclsci_resubmit "$@"
             return $? ;;
         *)
+            # A rank killed by a second signal (srun passes SIGTERM on at the time limit or
+            # scancel) while rank 0 wrote the checkpoint: resume from that checkpoint (a
+            # periodic one at worst: the result is the same, bit for bit).
+            if [ "$rc" -gt 128 ] && [ -f "$OCLSCI_CHECKPOINT" ]; then
+                oclsci_log "stopped on a signal (step exit code $rc); checkpoint $OCLSCI_CHECKPOINT"
+                oclsci_resubmit "$@"
+                return $?
+            fi
             oclsci_log "oclsci failed with exit code $rc"
             return "$rc" ;;
     esac
@@ -199,36 +229,48 @@ oclsci_resubmit() {
     fi
     local -a opts
     mapfile -t opts < <(oclsci_job_options)
-    local script=$0
-    [ -r "$script" ] || script=$(oclsci_job_field Command)
+    # The script itself, not Slurm's spool copy ($0): the continuation then finds the
+    # repository from its own Command, even with --export=NONE.
+    local script
+    script=$(oclsci_job_field Command)
+    [ -r "$script" ] || script=$OCLSCI_ROOT/slurm/${OCLSCI_SCRIPT:-$(basename -- "$0")}
+    [ -r "$script" ] || { oclsci_log "error: cannot find this job's script to resubmit; $how"; return 1; }
     local out
     out=$(
         # The new job must not inherit this job's SLURM_* variables (srun would read them).
         for v in "${!SLURM_@}"; do [ "$v" = SLURM_CONF ] || unset "$v"; done
-        export OCLSCI_RESUME=$OCLSCI_CHECKPOINT OCLSCI_RESUBMIT_COUNT=$count
+        export OCLSCI_RESUME=$OCLSCI_CHECKPOINT OCLSCI_RESUBMIT_COUNT=$count OCLSCI_ROOT
+        # --export=ALL: this shell's variables (the job's, OCLSCI_*), whatever the first job's
+        # --export was.
         sbatch --parsable --dependency="afterany:$OCLSCI_JOB_ID" --open-mode=append \
-            "${opts[@]}" "$script"
+            --export=ALL "${opts[@]}" "$script"
     ) || { oclsci_log "error: resubmission failed; $how"; return 1; }
     oclsci_log "resubmitted as job ${out%%;*} (resubmission $count), to resume from $OCLSCI_CHECKPOINT"
     return 0
 }
 
+# `scontrol -o show job` of this job as KEY=VALUE lines: values may hold spaces (paths, job
+# names), so the line is cut only before the next " Key=" (a word of letters, /, : and _;
+# only a job name can hold that, and oclsci_job_options asks squeue for the name).
+oclsci_job_fields() {
+    scontrol -o show job "$OCLSCI_JOB_ID" 2>/dev/null | head -n 1 |
+        sed -E 's/ ([A-Za-z][A-Za-z0-9/:_]*)=/\n\1=/g' | sed -E 's/[[:space:]]+$//'
+}
+
 # One field of `scontrol show job` for this job.
 oclsci_job_field() {
-    scontrol -o show job "$OCLSCI_JOB_ID" 2>/dev/null | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1
+    oclsci_job_fields | sed -n "s/^$1=//p" | head -n 1
 }
 
 # The sbatch options that request what this job got: the options given on the sbatch
 # command line are not in the script, so they are read back from `scontrol show job`.
 oclsci_job_options() {
     local kv k v n
-    local -a fields
-    read -r -a fields <<< "$(scontrol -o show job "$OCLSCI_JOB_ID")"
-    for kv in "${fields[@]}"; do
+    while IFS= read -r kv; do
         k=${kv%%=*} v=${kv#*=}
         case $v in ''|'(null)'|N/A|'*') continue ;; esac
         case $k in
-            JobName) echo "--job-name=$v" ;;
+            JobName) echo "--job-name=$(squeue -h -j "$OCLSCI_JOB_ID" -o %j 2>/dev/null || echo "$v")" ;;
             Partition) echo "--partition=$v" ;;
             Account) echo "--account=$v" ;;
             QOS) echo "--qos=$v" ;;
@@ -244,20 +286,21 @@ oclsci_job_options() {
             MinMemoryNode) [ "$v" != 0 ] && echo "--mem=$v" ;;
             MinMemoryCPU) [ "$v" != 0 ] && echo "--mem-per-cpu=$v" ;;
             OverSubscribe) [ "$v" = NO ] && echo "--exclusive" ;;
-            TresPerNode) echo "--gres=$(oclsci_gres "$v")" ;;
+            TresPerNode) oclsci_gpus --gpus-per-node "$v" ;;
             TresPerJob) oclsci_gpus --gpus "$v" ;;
             TresPerTask) oclsci_gpus --gpus-per-task "$v" ;;
             StdOut) echo "--output=$v" ;;
             StdErr) echo "--error=$v" ;;
             WorkDir) echo "--chdir=$v" ;;
         esac
-    done
+    done < <(oclsci_job_fields)
 }
 # gres:gpu:2 (Slurm <= 22) or gres/gpu:2 (later) -> gpu:2; several are comma-separated.
 oclsci_gres() { echo "$1" | sed 's/gres[:\/]//g'; }
+# TresPer*: gres:gpu:2 -> OPTION=2; any other GRES -> --gres=...
 oclsci_gpus() {
     local g; g=$(oclsci_gres "$2")
-    case $g in gpu:*) echo "$1=${g#gpu:}" ;; esac
+    case $g in gpu:*) echo "$1=${g#gpu:}" ;; *) echo "--gres=$g" ;; esac
 }
 
 # ---------------------------------------------------------------------------- bench, sweep

@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oclsci.binding import GpuBindingError, bind_gpu, visible_gpus
 from oclsci.device import (
     LOCAL_RANK_VARIABLES,
     NO_PLATFORM_HELP,
@@ -178,12 +179,58 @@ def test_precedence_spec_then_pyopencl_test_then_pyopencl_ctx_then_gpu():
 def test_node_local_ranks_spread_over_every_gpu_of_every_platform():
     platforms = platforms_like_a_workstation()
     gpus = [(1, 0), (1, 1), (4, 0)]
-    for rank in range(7):
-        assert select_device(None, local_rank=rank, platforms=platforms,
-                             environ={})[:2] == gpus[rank % 3]
+    for rank in range(3):
+        chosen = select_device(None, local_rank=rank, local_ranks=3, platforms=platforms,
+                               environ={"SLURMD_NODENAME": "n1"})
+        assert chosen[:2] == gpus[rank]
+        assert chosen[2] == f"node-local rank {rank} on n1: GPU {rank} of 3"
     # PYOPENCL_CTX wins over the rank.
     assert select_device(None, local_rank=1, platforms=platforms,
                          environ={"PYOPENCL_CTX": "portable"})[:2] == (2, 0)
+
+
+def test_more_ranks_than_gpus_is_an_error_unless_sharing_is_asked_for():
+    platforms = platforms_like_a_workstation()
+    for rank, ranks in ((0, 4), (3, None), (3, 4)):
+        with pytest.raises(GpuBindingError) as error:
+            select_device(None, local_rank=rank, local_ranks=ranks, platforms=platforms,
+                          environ={"SLURMD_NODENAME": "enbata01"})
+        assert str(error.value).startswith("4 ranks on node enbata01 but 3 GPU(s) for them")
+        assert "OCLSCI_SHARE_GPUS=1" in str(error.value) and "\n" not in str(error.value)
+        assert error.value.exit_code == 1
+    gpus = [(1, 0), (1, 1), (4, 0)]
+    for rank in range(7):
+        chosen = select_device(None, local_rank=rank, local_ranks=7, platforms=platforms,
+                               environ={"OCLSCI_SHARE_GPUS": "1"})
+        assert chosen[:2] == gpus[rank % 3] and chosen[2].endswith(", shared")
+
+
+def test_slurm_visible_devices_decide_the_gpus_of_a_rank():
+    """Slurm's GRES variables: ranks sharing a list take its GPUs in order; a driver that
+    shows every GPU anyway gets the GPU's own number."""
+    two = [FakePlatform("AMD Accelerated Parallel Processing",
+                        [FakeDevice("gfx90a", "AMD", GPU) for _ in range(2)])]
+    env = {"ROCR_VISIBLE_DEVICES": "0,1", "CUDA_VISIBLE_DEVICES": "5,6", "SLURMD_NODENAME": "n2"}
+    assert select_device(None, local_rank=1, local_ranks=2, platforms=two, environ=env) == \
+        (0, 1, "node-local rank 1 on n2: GPU 1 of 2 (ROCR_VISIBLE_DEVICES=0,1: GPU 1)")
+    # --gpus-per-task=1: one GPU visible to each rank, the first of its own list.
+    assert select_device(None, local_rank=0, local_ranks=1, platforms=two[:1],
+                         environ={"CUDA_VISIBLE_DEVICES": "1"})[:2] == (0, 1)
+    with pytest.raises(GpuBindingError, match=r"2 ranks .* 1 GPU\(s\) for them "
+                                              r"\(CUDA_VISIBLE_DEVICES=1\)"):
+        select_device(None, local_rank=1, local_ranks=2, platforms=two,
+                      environ={"CUDA_VISIBLE_DEVICES": "1"})
+    # No OpenCL GPU (PoCL under fake GRES devices): the binding is still checked and reported.
+    cpu = [FakePlatform("Portable Computing Language", [FakeDevice("pthread")])]
+    assert select_device(None, local_rank=1, local_ranks=2, platforms=cpu,
+                         environ={"GPU_DEVICE_ORDINAL": "0,1", "SLURMD_NODENAME": "n3"}) == \
+        (0, 0, "first device; no OpenCL GPU for node-local rank 1 on n3: GPU 1 of 2 "
+               "(GPU_DEVICE_ORDINAL=0,1: GPU 1)")
+    with pytest.raises(GpuBindingError):
+        select_device(None, local_rank=0, local_ranks=2, platforms=cpu,
+                      environ={"CUDA_VISIBLE_DEVICES": "0"})
+    assert visible_gpus({"CUDA_VISIBLE_DEVICES": "NoDevFiles"}) == (None, ())
+    assert bind_gpu(0, 0, ranks=3, environ={}) is None
 
 
 def test_without_gpu_the_first_device_of_any_kind():

@@ -1,10 +1,17 @@
-"""The batch scripts of slurm/, run for real by a single-node Slurm started on this host.
+"""The batch scripts of slurm/, run for real by a two-node Slurm started on this host.
 
-A session fixture starts munged, slurmctld and slurmd (tests/slurm_cluster.py) with the node
-named after this host and ``Features=enbata``, so that the scripts' PlaFRIM defaults
-(``-C enbata``) apply unchanged. Jobs run on the CPU through PoCL, in the Python environment of
-the tests (its bin directory first on PATH, OCLSCI_USE_GUIX=no), one PoCL thread per process.
-Every result is compared bit for bit with a direct run of ``oclsci jacobi``.
+A session fixture starts munged, slurmctld and two slurmd (tests/slurm_cluster.py), nodes
+enbata01 and enbata02 with ``Features=enbata`` and two fake GRES GPUs each, so that the
+scripts' PlaFRIM defaults (``-C enbata``, ``--gpus-per-node``) apply unchanged. Jobs run on the
+CPU through PoCL, in the Python environment of the tests (its bin directory first on PATH,
+OCLSCI_USE_GUIX=no), one PoCL thread per process. Every result is compared bit for bit with a
+direct run of ``oclsci jacobi``.
+
+Nothing here depends on how fast the machine is: runs have fixed sizes; a run to be
+interrupted is frozen (SIGSTOP) once its first periodic checkpoint exists, the time limit is
+then brought down with ``scontrol update`` (or the signal sent with ``scancel --signal``), and
+the run is let go (SIGCONT) once Slurm's signal is pending; a chain of resubmissions is
+followed to its end, whatever its length.
 
 Needs root and Debian's ``slurm-wlm`` and ``munge`` packages; skips with the reason otherwise.
 Set OCLSCI_REQUIRE_SLURM=1 (CI) to fail instead of skipping when Slurm cannot start.
@@ -12,6 +19,7 @@ Set OCLSCI_REQUIRE_SLURM=1 (CI) to fail instead of skipping when Slurm cannot st
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -126,74 +134,122 @@ def _wait_for(predicate, timeout: float, what: str):
     raise TimeoutError(what)
 
 
-def _follow_chain(slurm: SlurmCluster, first: int, log: Path, most: int = 12) -> list[int]:
-    """Wait for a job and the continuations it submits ("resubmitted as job N" in the shared
-    log), each completed; return their ids, oldest first."""
+def _follow_chain(slurm: SlurmCluster, first: int, log: Path, most: int = 12,
+                  seen: dict | None = None) -> list[int]:
+    """Follow a job and the continuations it submits ("resubmitted as job N" in the shared log)
+    to the end of the chain, whatever its length; return their ids, oldest first.
+
+    Each continuation's `scontrol show job` fields, as submitted, go to ``seen[id]``; then its
+    time limit is raised to 30 minutes, so that it runs to the end whatever the speed of this
+    machine. A link ends COMPLETED (it resubmitted on the warning signal) or TIMEOUT (on
+    SIGTERM at the limit); the last one COMPLETED with exit code 0 and "done"."""
     chain = [first]
+    deadline = time.monotonic() + 600 * most
     while True:
-        finished(slurm, chain[-1], log, timeout=180)
-        ids = [int(i) for i in re.findall(r"resubmitted as job (\d+)", log.read_text())]
-        if len(ids) < len(chain):
-            break
-        assert len(chain) < most, f"more than {most} continuations:\n{log.read_text()}"
-        chain.append(ids[len(chain) - 1])
+        text = log.read_text() if log.exists() else "(no log)"
+        for new in [int(i) for i in re.findall(r"resubmitted as job (\d+)", text)][len(chain) - 1:]:
+            assert len(chain) <= most, f"more than {most} continuations:\n{text}"
+            chain.append(new)
+            if seen is not None:
+                seen[new] = slurm.job(new)
+            # Raised at once, while the continuation waits for its predecessor to end.
+            slurm.run(["scontrol", "update", f"JobId={new}", "TimeLimit=30"], check=False)
+        info = slurm.job(chain[-1])
+        if info.get("JobState") in FINAL_STATES:
+            text = log.read_text() if log.exists() else "(no log)"
+            if len(re.findall(r"resubmitted as job (\d+)", text)) < len(chain):
+                break  # the last link ended without resubmitting
+        assert time.monotonic() < deadline, f"chain {chain} did not end:\n{text}"
+        time.sleep(0.2)
+    for job in chain[:-1]:
+        info = slurm.wait(job, timeout=60)
+        assert info["JobState"] in ("COMPLETED", "TIMEOUT"), f"job {job}: {info}\n{text}"
+    info = slurm.job(chain[-1])
+    assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", (
+        f"job {chain[-1]}: {info.get('JobState')} exit {info.get('ExitCode')}\n{text}")
     assert "done: " in log.read_text().rsplit("[oclsci", 1)[-1], log.read_text()
     return chain
 
 
-def _handlers_installed(output: Path) -> int:
-    """How many `oclsci jacobi ... -o OUTPUT` processes have their SIGUSR1 handler installed
-    (which oclsci does once the run starts; until then the scripts ignore the signal)."""
-    count = 0
+def _pids_of_run(output: Path) -> list[int]:
+    """The `oclsci jacobi ... -o OUTPUT` processes (every rank of an MPI run)."""
+    pids = []
     for proc in Path("/proc").iterdir():
         try:
             argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
-            if "jacobi" not in argv or str(output) not in argv:
-                continue
-            caught = re.search(r"^SigCgt:\s*([0-9a-f]+)$", (proc / "status").read_text(), re.M)
         except OSError:
             continue
-        if caught and int(caught.group(1), 16) >> (signal.SIGUSR1 - 1) & 1:
-            count += 1
-    return count
+        # `python -m oclsci jacobi ...`, not srun nor the guix stand-in that start it.
+        if proc.name.isdigit() and str(output) in argv and "time-machine" not in argv and \
+                argv[1:4] == ["-m", "oclsci", "jacobi"]:
+            pids.append(int(proc.name))
+    return pids
 
 
-def _wait_until_computing(slurm: SlurmCluster, jobid: int, output: Path, log: Path) -> None:
-    """Wait until the job's `oclsci jacobi` is ready to checkpoint on a signal (not for MPI
-    runs: MPICH installs a SIGUSR1 handler of its own)."""
+def _signals(pid: int, field: str) -> int:
+    try:
+        status = (Path("/proc") / str(pid) / "status").read_text()
+    except OSError:
+        return 0
+    found = re.search(rf"^{field}:\s*([0-9a-f]+)$", status, re.M)
+    return int(found.group(1), 16) if found else 0
+
+
+def _pending(pid: int, sig: int) -> bool:
+    return bool((_signals(pid, "SigPnd") | _signals(pid, "ShdPnd")) >> (sig - 1) & 1)
+
+
+def _freeze_after_first_checkpoint(slurm: SlurmCluster, jobid: int, output: Path, ranks: int,
+                                   log: Path) -> list[int]:
+    """Wait for the run's first periodic checkpoint (oclsci computes and owns its signal
+    handlers then), and stop (SIGSTOP) its `ranks` processes; return their pids."""
+    ckpt = output.with_name(output.stem + ".ckpt.npz")
+
     def ready():
-        if _handlers_installed(output):
-            return True
         state = slurm.job(jobid).get("JobState", "")
         assert state in ("PENDING", "RUNNING", "CONFIGURING"), (
-            f"job {jobid} {state} before oclsci computed:\n"
+            f"job {jobid} {state} before its first checkpoint:\n"
             + (log.read_text() if log.exists() else "(no log)"))
+        pids = _pids_of_run(output)
+        return pids if ckpt.exists() and len(pids) == ranks else None
+
+    pids = _wait_for(ready, 300, f"job {jobid}: no checkpoint of {output}")
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    return pids
+
+
+def _release_once_signalled(pids: list[int], sig: int, timeout: float = 150) -> None:
+    """Wait until Slurm's `sig` is pending in every stopped process (or Slurm continued them
+    itself, as it does before SIGTERM), then continue them (SIGCONT)."""
+    def signalled():
+        return all(_pending(pid, sig) or not _alive_stopped(pid) for pid in pids)
+
+    try:
+        _wait_for(signalled, timeout, f"signal {sig} never reached {pids}")
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+
+def _alive_stopped(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
         return False
-
-    _wait_for(ready, 120, f"job {jobid}: oclsci jacobi did not start")
-    # PoCL's LLVM takes SIGUSR1 while it compiles the first kernels; oclsci takes it back at its
-    # first poll. Signal a running computation, as Slurm's warning before the limit does.
-    time.sleep(3)
+    return state in ("T", "t")
 
 
-# The long runs use one kernel, so that the short timed run predicts them (`--kernel auto`
-# may choose differently for different iteration counts).
+# Fixed sizes (never from a speed measurement): a run to be interrupted takes about 20 s on one
+# PoCL thread here, checkpoints every tenth of it, and is frozen at its first checkpoint; the
+# test must see that checkpoint before the run ends (200000 steps once proved too few on a
+# loaded machine, where the test process polled too slowly).
 LONG_RUN = ("--kernel", "coalesced")
-
-
-def _iterations_for(seconds: float, tmp: Path, env: dict, inp: Path) -> int:
-    """Iterations that take about `seconds` here, from two short timed runs (their difference
-    leaves out PoCL's compilation at the first launch). Jobs may run faster than this estimate
-    (Slurm gives a task one CPU, where PoCL's threads cost less on small grids)."""
-    def device_time(iterations: int) -> float:
-        r = oclsci("jacobi", str(inp), "--iterations", str(iterations), *LONG_RUN, env=env,
-                   cwd=tmp)
-        assert r.returncode == 0, r.stderr
-        return float(re.search(r"device time ([0-9.]+) s", r.stdout).group(1))
-
-    short, long = 20000, 100000
-    per_step = (device_time(long) - device_time(short)) / (long - short)
-    return max(int(seconds / max(per_step, 1e-8)), long)
+LONG_SHAPE, LONG_ITERATIONS = (128, 96), 400_000
+CHECKPOINT_EVERY = LONG_ITERATIONS // 10
 
 
 def test_jacobi_sbatch_matches_direct_run(slurm, job_env, tmp_path):
@@ -213,95 +269,260 @@ def test_jacobi_sbatch_matches_direct_run(slurm, job_env, tmp_path):
     assert not (tmp_path / f"oclsci-jacobi-{jobid}.ckpt.npz").exists()  # removed once done
 
 
+MPI_MISSING = _mpi_missing()
+BANNER = re.compile(r"oclsci: rank (\d+): device .*chosen by first device; no OpenCL GPU for "
+                    r"node-local rank (\d+) on (\S+): GPU (\d+) of (\d+) "
+                    r"\((\w+)=([\d,]+): GPU (\d+)\)(, shared)?\)")
+
+
+def _bindings(text: str) -> dict[int, dict]:
+    """Each rank's GPU binding, from the banners of an MPI run (rank -> fields)."""
+    return {int(m[1]): {"local": int(m[2]), "node": m[3], "slot": int(m[4]), "count": int(m[5]),
+                        "variable": m[6], "visible": m[7], "gpu": m[8], "shared": bool(m[9])}
+            for m in BANNER.finditer(text)}
+
+
 @pytest.mark.mpi
-@pytest.mark.skipif(_mpi_missing() is not None, reason=str(_mpi_missing()))
-def test_jacobi_mpi_two_ranks_matches_single_rank(slurm, job_env, tmp_path):
-    """slurm/jacobi-mpi.sbatch, 2 ranks started by srun (PMI-2), equals a 1-rank run."""
+@pytest.mark.skipif(MPI_MISSING is not None, reason=str(MPI_MISSING))
+@pytest.mark.parametrize("per_node", [1, 2])
+def test_jacobi_mpi_two_nodes_matches_one_process(slurm, job_env, tmp_path, per_node):
+    """`sbatch -N 2 --ntasks-per-node=K slurm/jacobi-mpi.sbatch` (srun --mpi=pmi2, MPICH)
+    equals a one-process run bit for bit; each rank took its own GPU of the ones Slurm gave
+    its node (fake GRES GPUs: the ranks compute on PoCL, and report the binding)."""
     inp = write_input(tmp_path / "in.npy", shape=(70, 52))
     iterations = 2500
     ref = reference(tmp_path, job_env, inp, iterations)
-    jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--ntasks-per-node=2",
-                   input="in.npy", iterations=iterations, output="mpi.npy", srun_mpi="pmi2")
+    jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--nodes=2",
+                   f"--ntasks-per-node={per_node}", input="in.npy", iterations=iterations,
+                   output="mpi.npy", srun_mpi="pmi2")
     log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
-    info = finished(slurm, jobid, log, timeout=180)
-    assert info["NumTasks"] == "2"
+    info = finished(slurm, jobid, log, timeout=300)
+    assert info["NumNodes"] == "2" and info["NumTasks"] == str(2 * per_node)
+    assert info["TresPerNode"].endswith("gpu:2")  # the script's --gpus-per-node=2
     out = np.load(tmp_path / "mpi.npy")
     assert out.dtype == ref.dtype and np.array_equal(out, ref)
-    assert_reported(log.read_text())
+    text = log.read_text()
+    assert_reported(text)
+    bindings = _bindings(text)
+    assert sorted(bindings) == list(range(2 * per_node)), text
+    by_node: dict[str, list[dict]] = {}
+    for rank in sorted(bindings):
+        by_node.setdefault(bindings[rank]["node"], []).append(bindings[rank])
+    assert sorted(by_node) == slurm.nodes
+    for ranks in by_node.values():
+        assert [b["local"] for b in ranks] == list(range(per_node))
+        assert [b["slot"] for b in ranks] == [b["local"] for b in ranks]  # one GPU each
+        assert all(b["count"] == 2 and b["visible"] == "0,1" and not b["shared"]
+                   for b in ranks)
+        assert all(b["variable"] == "ROCR_VISIBLE_DEVICES" for b in ranks)
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(MPI_MISSING is not None, reason=str(MPI_MISSING))
+def test_more_ranks_than_gpus_on_a_node(slurm, job_env, tmp_path):
+    """Two ranks on a node with one GPU: a one-line error and exit code 1, no output; with
+    OCLSCI_SHARE_GPUS=1 they share the GPU and the result is the one-process result."""
+    inp = write_input(tmp_path / "in.npy", shape=(40, 30))
+    jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--gpus-per-node=1",
+                   input="in.npy", iterations=200, output="no.npy", srun_mpi="pmi2")
+    log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
+    info = slurm.wait(jobid, 300)
+    text = log.read_text()
+    assert info["JobState"] == "FAILED" and info["ExitCode"] == "1:0", text
+    errors = [line for line in text.splitlines() if "ranks on node" in line]
+    assert errors and all(re.search(
+        r"error: .*2 ranks on node enbata0[12] but 1 GPU\(s\) for them "
+        r"\(ROCR_VISIBLE_DEVICES=0\): ask Slurm for one GPU per rank .* or set "
+        r"OCLSCI_SHARE_GPUS=1 to share GPUs$", line) for line in errors), text
+    assert "Traceback" not in text and not (tmp_path / "no.npy").exists()
+
+    ref = reference(tmp_path, job_env, inp, 200)
+    jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--gpus-per-node=1",
+                   input="in.npy", iterations=200, output="shared.npy", srun_mpi="pmi2",
+                   share_gpus=1)
+    log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
+    finished(slurm, jobid, log, timeout=300)
+    assert np.array_equal(np.load(tmp_path / "shared.npy"), ref)
+    bindings = _bindings(log.read_text())
+    assert [(b["slot"], b["shared"]) for b in bindings.values()] == [(0, True), (0, True)]
 
 
 def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
     """A job reaching its time limit checkpoints on Slurm's warning signal (--signal=USR1@120
     in the script), submits itself again, and the chained job resumes and ends with the result
-    of an uninterrupted run."""
-    inp = write_input(tmp_path / "in.npy", shape=(128, 96))
-    # Long enough to be still running when the signal comes (slurmctld checks time limits
-    # every 30 s), short enough for CI; the reference runs meanwhile, beside the job.
-    iterations = _iterations_for(60, tmp_path, job_env, inp)
+    of an uninterrupted run. Submitted with --export=VARS only (as --export=NONE), from a
+    folder and with a job name that have spaces."""
+    work = tmp_path / "run dir"
+    work.mkdir()
+    inp = write_input(work / "in.npy", shape=LONG_SHAPE)
+    exports = {"OCLSCI_INPUT": "in.npy", "OCLSCI_ITERATIONS": LONG_ITERATIONS,
+               "OCLSCI_OUTPUT": "out.npy", "OCLSCI_CHECKPOINT_EVERY": CHECKPOINT_EVERY,
+               "OCLSCI_ARGS": " ".join(LONG_RUN), "OCLSCI_USE_GUIX": "no",
+               "OCLSCI_PYTHON": sys.executable, **POCL_ONE_THREAD}
+    name = "oclsci time limit"
+    jobid = slurm.sbatch([f"--job-name={name}", "--time=10",
+                          "--export=" + ",".join(f"{k}={v}" for k, v in exports.items()),
+                          str(SLURM / "jacobi.sbatch")], env=job_env, cwd=work)
+    log = work / f"oclsci-jacobi-{jobid}.out"
+    pids = _freeze_after_first_checkpoint(slurm, jobid, work / "out.npy", 1, log)
+    # The limit is now less than 120 s away: slurmctld sends the warning at its next check.
+    slurm.run(["scontrol", "update", f"JobId={jobid}", "TimeLimit=1"])
+    _release_once_signalled(pids, signal.SIGUSR1)
     ref_run = subprocess.Popen(
-        [sys.executable, "-m", "oclsci", "jacobi", str(inp), "--iterations", str(iterations),
-         *LONG_RUN, "-o", str(tmp_path / "ref.npy"), "--quiet"],
-        env=job_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [sys.executable, "-m", "oclsci", "jacobi", str(inp), "--iterations",
+         str(LONG_ITERATIONS), *LONG_RUN, "-o", str(work / "ref.npy"), "--quiet"],
+        env=job_env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, "--job-name=oclsci-timelimit",
-                       "--time=10", input="in.npy", iterations=iterations, output="out.npy",
-                       args=" ".join(LONG_RUN))
-        log = tmp_path / f"oclsci-jacobi-{jobid}.out"
-        # Once oclsci computes, bring the time limit down to 1 minute: the limit is then less
-        # than 120 s away, so at its next time-limit check (every 30 s) slurmctld sends the
-        # warning signal.
-        _wait_until_computing(slurm, jobid, tmp_path / "out.npy", log)
-        slurm.run(["scontrol", "update", f"JobId={jobid}", "TimeLimit=1"])
-
-        first = finished(slurm, jobid, log, timeout=120)
-        assert first["TimeLimit"] == "00:01:00"
-        assert "stopped on a signal; checkpoint" in log.read_text(), log.read_text()
-        # The chain goes on until the run is done: with 1 minute, each continuation also gets
-        # the warning (120 s before the limit) at slurmctld's first check, after <= 30 s.
-        chain = _follow_chain(slurm, jobid, log)
-        assert len(chain) >= 2 and slurm.jobs_named("oclsci-timelimit") == chain
-        last = slurm.job(chain[-1])
-        # The continuations ask for what the first job had (as it stood: 1 minute).
-        for field in ("Features", "TimeLimit", "NumNodes", "NumTasks", "Partition", "StdOut"):
-            assert last[field] == first[field], field
-        text = log.read_text()
-        assert text.count("resuming from") == len(chain) - 1, text
-        resumed = re.search(rf"iterations\s+{iterations} \((\d+) in this run\)", text)
-        assert resumed and 0 < int(resumed.group(1)) < iterations, text
-        assert ref_run.wait(timeout=300) == 0, ref_run.stdout.read()
+        seen: dict[int, dict] = {}
+        chain = _follow_chain(slurm, jobid, log, seen=seen)
+        assert ref_run.wait(timeout=600) == 0, ref_run.stdout.read()
     finally:
         if ref_run.poll() is None:
             ref_run.kill()
+    first = slurm.job(jobid)
+    assert first["JobState"] == "COMPLETED" and first["TimeLimit"] == "00:01:00"
+    text = log.read_text()
+    assert "stopped on a signal; checkpoint" in text, text
+    assert len(chain) >= 2 and slurm.jobs_named(name) == chain
+    # The continuations ask for what the first job had (as it stood: 1 minute), and are
+    # submitted from the script itself (not Slurm's spool copy of it).
+    for later in chain[1:]:
+        for field in ("Features", "TimeLimit", "NumNodes", "NumTasks", "Partition", "StdOut",
+                      "TresPerNode", "CPUs/Task", "WorkDir"):
+            value = seen[later][field]
+            if field == "NumNodes" and value == f"{first[field]}-{first[field]}":
+                value = first[field]  # a pending job shows the range it asked for
+            assert value == first[field], (field, seen[later], first)
+        assert seen[later]["Command"] == str(SLURM / "jacobi.sbatch")
+        assert slurm.run(["squeue", "-h", "-t", "all", "-j", str(later), "-o", "%j"]
+                         ).stdout.strip() == name
+    assert first["CPUs/Task"] == "4" and first["TresPerNode"].endswith("gpu:1")
+    assert text.count("resuming from") == len(chain) - 1, text
+    resumed = re.search(rf"iterations\s+{LONG_ITERATIONS} \((\d+) in this run\)", text)
+    assert resumed and 0 < int(resumed.group(1)) < LONG_ITERATIONS, text
+    out = np.load(work / "out.npy")
+    ref = np.load(work / "ref.npy")
+    assert out.dtype == ref.dtype and np.array_equal(out, ref)
+    assert not (work / "out.ckpt.npz").exists()
+
+
+@contextlib.contextmanager
+def _reference_beside(tmp: Path, env: dict, inp: str, iterations: int, *args: str):
+    """A direct run into tmp/ref.npy, beside the jobs; waited for (and checked) on exit."""
+    ref = tmp / "ref.npy"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "oclsci", "jacobi", inp, "--iterations", str(iterations), *args,
+         "-o", str(ref), "--quiet"],
+        env=env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield ref
+        assert run.wait(timeout=600) == 0, run.stdout.read()
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+def _long_mpi_job(slurm, job_env, tmp_path, name, *sbatch_args, **params) -> tuple[int, Path]:
+    """A two-node, one-rank-per-node run of the fixed long size on in.npy into out.npy."""
+    if not (tmp_path / "in.npy").exists():
+        write_input(tmp_path / "in.npy", shape=LONG_SHAPE)
+    jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--nodes=2",
+                   "--ntasks-per-node=1", f"--job-name={name}", *sbatch_args, input="in.npy",
+                   output="out.npy", srun_mpi="pmi2", args=" ".join(LONG_RUN), **params)
+    return jobid, tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(MPI_MISSING is not None, reason=str(MPI_MISSING))
+@pytest.mark.parametrize("warning", [True, False], ids=["warning", "sigterm-at-limit"])
+def test_two_node_time_limit(slurm, job_env, tmp_path, warning):
+    """A two-node job at its time limit: on the warning (USR1) or, without one
+    (--signal=USR1@0), on SIGTERM at the limit, the ranks stop at the same step, rank 0 writes
+    the checkpoint, the script resubmits itself, and the chain ends with the one-process
+    result bit for bit."""
+    name = f"oclsci-2n-{'warn' if warning else 'term'}"
+    extra = ["--time=10"] + ([] if warning else ["--signal=USR1@0"])
+    jobid, log = _long_mpi_job(slurm, job_env, tmp_path, name, *extra,
+                               iterations=LONG_ITERATIONS, checkpoint_every=CHECKPOINT_EVERY)
+    pids = _freeze_after_first_checkpoint(slurm, jobid, tmp_path / "out.npy", 2, log)
+    slurm.run(["scontrol", "update", f"JobId={jobid}", "TimeLimit=1"])
+    _release_once_signalled(pids, signal.SIGUSR1 if warning else signal.SIGTERM)
+    with _reference_beside(tmp_path, job_env, "in.npy", LONG_ITERATIONS, *LONG_RUN) as ref_path:
+        chain = _follow_chain(slurm, jobid, log)
+    ref = np.load(ref_path)
+    first = slurm.job(jobid)
+    text = log.read_text()
+    assert first["JobState"] == ("COMPLETED" if warning else "TIMEOUT"), text
+    assert "stopped on a signal; checkpoint" in text, text
+    assert len(chain) >= 2 and slurm.jobs_named(name) == chain
+    assert all(slurm.job(j)["NumNodes"] == "2" for j in chain)
+    assert text.count("resuming from") == len(chain) - 1, text
+    assert re.search(rf"iterations\s+{LONG_ITERATIONS} \(\d+ in this run\)", text), text
     out = np.load(tmp_path / "out.npy")
-    ref = np.load(tmp_path / "ref.npy")
     assert out.dtype == ref.dtype and np.array_equal(out, ref)
     assert not (tmp_path / "out.ckpt.npz").exists()
 
 
+@pytest.mark.mpi
+@pytest.mark.skipif(MPI_MISSING is not None, reason=str(MPI_MISSING))
 def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path):
-    """`scancel` stops a run with a checkpoint but does not start the chain again; the
-    checkpoint then resumes by hand (OCLSCI_RESUME) to the uninterrupted result."""
-    inp = write_input(tmp_path / "in.npy", shape=(96, 64))
-    iterations = _iterations_for(15, tmp_path, job_env, inp)
-    jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, "--job-name=oclsci-cancel",
-                   input="in.npy", iterations=iterations, output="out.npy",
-                   args=" ".join(LONG_RUN))
-    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+    """`scancel` of a two-node job stops the run with a checkpoint but does not start the
+    chain again; the checkpoint then resumes by hand (OCLSCI_RESUME) to the uninterrupted
+    result."""
+    jobid, log = _long_mpi_job(slurm, job_env, tmp_path, "oclsci-cancel",
+                               iterations=LONG_ITERATIONS, checkpoint_every=CHECKPOINT_EVERY)
     ckpt = tmp_path / "out.ckpt.npz"
-    _wait_until_computing(slurm, jobid, tmp_path / "out.npy", log)
+    pids = _freeze_after_first_checkpoint(slurm, jobid, tmp_path / "out.npy", 2, log)
     slurm.run(["scancel", str(jobid)])
-    info = slurm.wait(jobid, 60)
+    _release_once_signalled(pids, signal.SIGTERM)
+    info = slurm.wait(jobid, 120)
     assert info["JobState"] == "CANCELLED"
-    _wait_for(lambda: "not resubmitting" in log.read_text(), 30, log.read_text())
-    assert slurm.jobs_named("oclsci-cancel") == [jobid]
+    # Until every process of the job has ended (the batch shell may log "not resubmitting",
+    # or be killed KillWait seconds after SIGTERM while srun waits for the ranks).
+    _wait_for(lambda: slurm.run(["squeue", "-h", "-t", "all", "-j", str(jobid), "-o", "%T"]
+                                ).stdout.strip() == "CANCELLED", 120, f"job {jobid} completing")
+    assert slurm.jobs_named("oclsci-cancel") == [jobid], log.read_text()
+    assert "resubmitted as job" not in log.read_text()
     assert ckpt.exists()
 
-    second = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy",
-                    iterations=iterations, output="out.npy", resume=ckpt.name,
-                    args=" ".join(LONG_RUN))
-    ref = reference(tmp_path, job_env, inp, iterations, *LONG_RUN)  # runs while the job does
-    finished(slurm, second, tmp_path / f"oclsci-jacobi-{second}.out", timeout=120)
+    second, log2 = _long_mpi_job(slurm, job_env, tmp_path, "oclsci-cancel-resume",
+                                 iterations=LONG_ITERATIONS, resume=ckpt.name)
+    ref = reference(tmp_path, job_env, tmp_path / "in.npy", LONG_ITERATIONS, *LONG_RUN)
+    finished(slurm, second, log2, timeout=600)
     assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
+
+
+def _has_selftest() -> bool:
+    r = subprocess.run([sys.executable, "-m", "oclsci", "selftest", "--help"],
+                       capture_output=True, text=True, timeout=120)
+    return r.returncode == 0
+
+
+@pytest.mark.skipif(not _has_selftest(), reason="`oclsci selftest` is not available yet")
+def test_selftest_first_step(slurm, job_env, tmp_path):
+    """OCLSCI_SELFTEST=1: `oclsci selftest --quick` runs on the node before the work; when it
+    fails (an unknown device here) the job stops with its report and runs nothing."""
+    inp = write_input(tmp_path / "in.npy", shape=(40, 30))
+    ref = reference(tmp_path, job_env, inp, 300)
+    jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy", iterations=300,
+                   output="ok.npy", selftest=1)
+    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+    finished(slurm, jobid, log, timeout=300)
+    text = log.read_text()
+    assert "task.sh oclsci selftest --quick" in text and "selftest passed on" in text, text
+    assert text.index("selftest passed") < text.index("task.sh oclsci jacobi")
+    assert np.array_equal(np.load(tmp_path / "ok.npy"), ref)
+
+    jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy", iterations=300,
+                   output="bad.npy", selftest=1, device="7:7")
+    log = tmp_path / f"oclsci-jacobi-{jobid}.out"
+    info = slurm.wait(jobid, 300)
+    text = log.read_text()
+    assert info["JobState"] == "FAILED" and info["ExitCode"] == "1:0", text
+    assert "oclsci selftest failed" in text and "oclsci jacobi" not in text.split(
+        "selftest --quick", 1)[1], text
+    assert not (tmp_path / "bad.npy").exists()
 
 
 FAKE_GUIX = """#!{python}
@@ -372,14 +593,15 @@ def test_guix_environment_and_signal_to_the_step(slurm, job_env, tmp_path):
                FAKE_GUIX_LOG=str(tmp_path / "guix.log"), FAKE_GUIX_STORE=str(tmp_path / "store"),
                OCLSCI_GUIX_PROFILES=str(tmp_path / "profiles"), OCLSCI_GUIX_VARIANT="cpu")
     env.pop("OCLSCI_USE_GUIX")  # auto
-    inp = write_input(tmp_path / "in.npy", shape=(96, 64))
-    iterations = _iterations_for(15, tmp_path, job_env, inp)
+    inp = write_input(tmp_path / "in.npy", shape=LONG_SHAPE)
+    iterations = LONG_ITERATIONS
     jobid = submit(slurm, "jacobi.sbatch", env, tmp_path, "--job-name=oclsci-guix",
                    input="in.npy", iterations=iterations, output="out.npy",
-                   args=" ".join(LONG_RUN))
+                   checkpoint_every=CHECKPOINT_EVERY, args=" ".join(LONG_RUN))
     log = tmp_path / f"oclsci-jacobi-{jobid}.out"
-    _wait_until_computing(slurm, jobid, tmp_path / "out.npy", log)
+    pids = _freeze_after_first_checkpoint(slurm, jobid, tmp_path / "out.npy", 1, log)
     slurm.run(["scancel", "--signal=USR1", str(jobid)])  # to the job steps, as --signal=USR1@T
+    _release_once_signalled(pids, signal.SIGUSR1)
     ref = reference(tmp_path, job_env, inp, iterations, *LONG_RUN)
     assert len(_follow_chain(slurm, jobid, log)) == 2
     assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
@@ -405,31 +627,6 @@ def test_guix_environment_and_signal_to_the_step(slurm, job_env, tmp_path):
         assert {"SLURM_JOB_ID", "SLURM_LOCALID", "POCL_CACHE_DIR"} <= set(call["env"])
     calls = shells
     assert sum("--resume" in call["args"] for call in calls) == 1
-
-
-@pytest.mark.mpi
-@pytest.mark.skipif(_mpi_missing() is not None, reason=str(_mpi_missing()))
-def test_jacobi_mpi_checkpoint_and_resubmission(slurm, job_env, tmp_path):
-    """A USR1 to the 2-rank step (as Slurm's time-limit warning) makes every rank stop at the
-    same step; the script resubmits itself and the continuation equals a 1-rank run."""
-    inp = write_input(tmp_path / "in.npy", shape=(96, 64))
-    iterations = _iterations_for(3, tmp_path, job_env, inp)
-    jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--ntasks-per-node=2",
-                   "--job-name=oclsci-mpi-signal", input="in.npy", iterations=iterations,
-                   output="out.npy", srun_mpi="pmi2", checkpoint_every=iterations // 20,
-                   args=" ".join(LONG_RUN))
-    log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
-    # MPICH installs a SIGUSR1 handler of its own at MPI_Init, so wait for the first periodic
-    # checkpoint, which the ranks write from inside their loop (oclsci's handlers installed).
-    _wait_for(lambda: (tmp_path / "out.ckpt.npz").exists() or slurm.job(jobid)["JobState"]
-              not in ("PENDING", "RUNNING", "CONFIGURING"), 120, f"job {jobid}: no checkpoint")
-    slurm.run(["scancel", "--signal=USR1", str(jobid)])
-    ref = reference(tmp_path, job_env, inp, iterations, *LONG_RUN)
-    chain = _follow_chain(slurm, jobid, log)
-    assert len(chain) == 2 and slurm.job(chain[1])["NumTasks"] == "2"
-    assert re.search(rf"iterations\s+{iterations} \(\d+ in this run\)", log.read_text())
-    out = np.load(tmp_path / "out.npy")
-    assert out.dtype == ref.dtype and np.array_equal(out, ref)
 
 
 def test_sweep_array(slurm, job_env, tmp_path):

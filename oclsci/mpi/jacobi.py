@@ -183,7 +183,8 @@ def _jacobi_distributed(world: World, prepare, *, output, iterations, tol, check
     problem, start = prepared if world.is_root else (None, None)
     start = world.bcast(start)
 
-    compute = world.agree(create_context, device, quiet=True, local_rank=world.local_rank)
+    compute = world.agree(create_context, device, quiet=True, local_rank=world.local_rank,
+                          local_ranks=world.local_ranks)
     banners = world.comm.gather(f"oclsci: rank {world.rank}: " + compute.banner()[len("oclsci: "):],
                                 root=0)
     if world.is_root and not quiet:

@@ -90,7 +90,8 @@ def _mandelbrot_distributed(world: World, *, device, quiet, repeat, want_smooth,
         text = os.environ.get("OCLSCI_MPI_BANDS", "").strip()
         bands_per_rank = int(text) if text.isdigit() and int(text) > 0 \
             else DEFAULT_BANDS_PER_RANK
-    compute = world.agree(create_context, device, quiet=True, local_rank=world.local_rank)
+    compute = world.agree(create_context, device, quiet=True, local_rank=world.local_rank,
+                          local_ranks=world.local_ranks)
     banners = world.comm.gather(f"oclsci: rank {world.rank}: " +
                                 compute.banner()[len("oclsci: "):], root=0)
     if world.is_root and not quiet:

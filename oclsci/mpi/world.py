@@ -174,6 +174,7 @@ class World:
         self.rank = comm.Get_rank()
         self.size = comm.Get_size()
         self._local_rank = local_rank
+        self._local_ranks: int | None = None
 
     @property
     def is_root(self) -> bool:
@@ -182,23 +183,41 @@ class World:
 
     @property
     def local_rank(self) -> int:
-        """This rank's index among the ranks of its node (for the device binding)."""
+        """This rank's index among the ranks of its node that share its GPUs (collective the
+        first time): see :mod:`oclsci.binding`."""
         if self._local_rank is None:
-            from ..device import node_local_rank
-
-            local = node_local_rank()
-            if local is None:
-                shared = self.comm.Split_type(self.MPI.COMM_TYPE_SHARED)
-                local = shared.Get_rank()
-                shared.Free()
-            self._local_rank = local
+            self._local_rank, self._local_ranks = self._gpu_group()
         return self._local_rank
+
+    @property
+    def local_ranks(self) -> int | None:
+        """How many ranks of this node share this rank's GPUs (None when given by hand)."""
+        self.local_rank  # noqa: B018 - computes both
+        return self._local_ranks
+
+    def _gpu_group(self) -> tuple[int, int]:
+        """(index, size) of this rank among the ranks with the same node and visible GPUs.
+
+        Node names come from Slurm when it runs the job (several slurmd may share a host), in
+        the launcher's node-local rank order (SLURM_LOCALID...), else in world rank order."""
+        from ..binding import node_name, visible_gpus
+        from ..device import node_local_rank
+
+        local = node_local_rank()
+        me = (node_name(), visible_gpus()[1])
+        everyone = self.comm.allgather((me, self.rank if local is None else local, self.rank))
+        peers = sorted((order, rank) for key, order, rank in everyone if key == me)
+        return [rank for _, rank in peers].index(self.rank), len(peers)
 
     def split(self, size: int) -> World | None:
         """A world of ranks 0..size-1 (None on the others); collective."""
         colour = 0 if self.rank < size else self.MPI.UNDEFINED
         comm = self.comm.Split(colour, self.rank)
-        return World(comm, self._local_rank) if self.rank < size else None
+        if self.rank >= size:
+            return None
+        world = World(comm, self._local_rank)
+        world._local_ranks = self._local_ranks
+        return world
 
     def bcast(self, value: Any) -> Any:
         """Rank 0's ``value`` on every rank."""
