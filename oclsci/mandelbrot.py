@@ -43,9 +43,10 @@ DEFAULT_UNROLL = 4
 
 # Work-group shape of the one-pixel-per-work-item kernel (GPUs): 32 x 8 = 256 work-items.
 GPU_LOCAL_SIZE = (32, 8)
-# Long images go in bands of rows (whole work-groups), the first one about
-# ITERATIONS_PER_LAUNCH iterations (the seed's image is one launch).
-ITERATIONS_PER_LAUNCH = 2**32
+# Long images go in bands of rows (whole work-groups) of at most this many iterations in the
+# worst case (every pixel in the set): about a tenth of a second of a device's throughput, so
+# that a signal is acted on soon (the seed's image is one launch on either).
+ITERATIONS_PER_LAUNCH = {"cpu": 2**30, "gpu": 2**36}
 
 
 @dataclass
@@ -297,8 +298,9 @@ class MandelbrotRenderer:
                                           global_work_offset=(0, first))
 
     def _rows_per_launch(self) -> int:
-        """First launch's rows: about ITERATIONS_PER_LAUNCH iterations' worth, whole units."""
-        rows = ITERATIONS_PER_LAUNCH // max(1, self.width * self.maxiter)
+        """Most rows a launch takes: ITERATIONS_PER_LAUNCH in the worst case, whole units."""
+        budget = ITERATIONS_PER_LAUNCH["cpu" if self.compute.is_cpu else "gpu"]
+        rows = budget // max(1, self.width * self.maxiter)
         return max(1, rows // self.row_unit) * self.row_unit
 
     def _fitted_local_size(self, kernel: Any) -> tuple[int, int] | None:
@@ -324,7 +326,8 @@ class MandelbrotRenderer:
         shape = (self.row_count, self.width)
         kernel_watch = self.compute.stopwatch()
         unit = self.row_unit
-        pacer = Pacer(first_chunk=self._rows_per_launch() // unit)
+        most = self._rows_per_launch() // unit  # a band's cost is not its size: never grow
+        pacer = Pacer(first_chunk=most, max_chunk=most)
         row = 0
         while row < self.row_count:
             count = min(self.row_count - row, pacer.launches() * unit)

@@ -168,12 +168,13 @@ def test_api_bad_input(any_compute):
 
 def test_failed_png_write_leaves_nothing(tmp_path, monkeypatch):
     from oclsci import render
+    from oclsci.errors import OutputError
 
     def broken(temp):
         temp.write_bytes(b"partial")
         raise OSError("disk full")
 
-    with pytest.raises(OSError):
+    with pytest.raises(OutputError, match="out.png: cannot write"):
         render.write_atomically(tmp_path / "out.png", broken)
     assert list(tmp_path.iterdir()) == []
 
