@@ -326,8 +326,10 @@ class MandelbrotRenderer:
         shape = (self.row_count, self.width)
         kernel_watch = self.compute.stopwatch()
         unit = self.row_unit
-        most = self._rows_per_launch() // unit  # a band's cost is not its size: never grow
-        pacer = Pacer(first_chunk=most, max_chunk=most)
+        # A band's cost is not its size (rows in the set cost maxiter each): never grow; and
+        # wait for each band, so that a stop leaves nothing running (one band of lag).
+        most = self._rows_per_launch() // unit
+        pacer = Pacer(first_chunk=most, max_chunk=most, in_flight=0)
         row = 0
         while row < self.row_count:
             count = min(self.row_count - row, pacer.launches() * unit)
