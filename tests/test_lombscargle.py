@@ -337,7 +337,8 @@ def test_bench_case_checks_every_variant(any_compute, monkeypatch):
     from oclsci.bench import lombscargle as bench_module
 
     monkeypatch.setattr(bench_module, "QUICK_CASE", (64, 1000))
-    report = run_bench(["lombscargle"], device=any_compute, quick=True, repeat=1)
+    report = run_bench(["lombscargle"], device=any_compute, quick=True, repeat=1,
+                       command_line=["oclsci", "bench", "lombscargle", "--quick"])
     validate(report)
     assert failures(report) == []
     cases = report["cases"]
