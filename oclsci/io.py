@@ -30,19 +30,25 @@ GRAY_MODES = {"1": np.uint8, "L": np.uint8, "I;16": np.uint16, "I;16B": np.uint1
               "I;16L": np.uint16, "I": np.int32, "F": np.float32}
 
 
-def read_array(path: str | os.PathLike) -> np.ndarray:
-    """Read a 2-D array from ``.npy`` or from a grayscale image (values taken as they are)."""
+def existing_file(path: str | os.PathLike) -> Path:
+    """``path`` as a Path, or an InputError if it is missing or a folder."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():
         raise InputError(f"{path}: is a folder, not a file")
+    return path
+
+
+def read_array(path: str | os.PathLike) -> np.ndarray:
+    """Read a 2-D array from ``.npy`` or from a grayscale image (values taken as they are)."""
+    path = existing_file(path)
     if path.suffix.lower() == ".npy":
-        return _read_npy(path)
+        return read_npy(path)
     return _read_image(path)
 
 
-def _read_npy(path: Path) -> np.ndarray:
+def read_npy(path: Path) -> np.ndarray:
     """Load a .npy file after checking its header against the file's size."""
     from numpy.lib import format as npy_format
 

@@ -27,6 +27,7 @@ import pyopencl as cl
 from . import programs
 from .device import ComputeContext, Stopwatch, as_compute_context
 from .errors import InputError
+from .jacobi_checks import check_dtype
 from .mandelbrot_reference import coordinates, log_horizon_of
 from .pacing import Pacer
 
@@ -139,12 +140,7 @@ def validate(width: int, height: int, maxiter: int, xmin: float, xmax: float, ym
         raise InputError(f"xmin ({xmin}) must be less than xmax ({xmax})")
     if not bounds["ymin"] < bounds["ymax"]:
         raise InputError(f"ymin ({ymin}) must be less than ymax ({ymax})")
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise InputError(f"dtype must be float32 or float64, got {dtype!r}") from None
-    if dtype not in (np.float32, np.float64):
-        raise InputError(f"dtype must be float32 or float64, got {dtype}")
+    dtype = check_dtype(dtype)
     horizon = parse_horizon(horizon)
     info = np.finfo(dtype)
     # z = c, then z*z + c: coordinates beyond sqrt(max)/2 overflow at the first iteration.

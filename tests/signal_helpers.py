@@ -49,7 +49,7 @@ def _wait_for(process: subprocess.Popen, ready, what: str, timeout: float = HANG
         time.sleep(0.02)
 
 
-def wait_until_computing(process: subprocess.Popen, signum: int = 15) -> None:
+def wait_until_computing(process: subprocess.Popen) -> None:
     """Wait until oclsci's compute phase has begun: its main thread then blocks the stop
     signals (SIGHUP among them, which it blocks nowhere else) and collects them by polling;
     context creation, kernel builds and launches all happen inside it."""

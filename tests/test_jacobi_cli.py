@@ -135,7 +135,7 @@ ENDLESS = 1_000_000_000
 def _start_then_signal(args, signum):
     """Run without a terminal, signal once the computation has begun, return (code, stderr)."""
     process = start_cli(*args)
-    wait_until_computing(process, signum)
+    wait_until_computing(process)
     process.send_signal(signum)
     return finish(process)
 

@@ -53,7 +53,7 @@ def test_batch_run_checkpoints_at_the_step_it_stopped(tmp_path, rhs_file, signum
     checkpoint = tmp_path / "c.npz"
     process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "--checkpoint", checkpoint,
                         "-o", tmp_path / "x.npy")
-    wait_until_computing(process, signum)
+    wait_until_computing(process)
     process.send_signal(signum)
     code, stderr = finish(process)
     assert code == 75, stderr
@@ -67,7 +67,7 @@ def test_batch_run_checkpoints_at_the_step_it_stopped(tmp_path, rhs_file, signum
 @pytest.mark.parametrize("signum", STOPS)
 def test_batch_run_without_checkpoint_exits_128_plus_n(tmp_path, rhs_file, signum):
     process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "-o", tmp_path / "x.npy")
-    wait_until_computing(process, signum)
+    wait_until_computing(process)
     process.send_signal(signum)
     code, stderr = finish(process)
     assert code == 128 + signum, stderr
@@ -99,7 +99,7 @@ def test_signal_during_a_cold_kernel_build_is_not_lost(tmp_path, rhs_file):
     run (after the build) with its checkpoint."""
     process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "--checkpoint", tmp_path / "c.npz",
                         env={"POCL_CACHE_DIR": str(tmp_path / "pocl-cache")})
-    wait_until_computing(process, signal.SIGUSR1)  # from here on the context and kernels build
+    wait_until_computing(process)  # from here on the context and kernels build
     process.send_signal(signal.SIGUSR1)
     code, stderr = finish(process)
     assert code == 75, stderr
@@ -138,7 +138,7 @@ def test_mandelbrot_stops_on_sigusr1_like_sigterm(tmp_path):
     """A long Mandelbrot image is computed in bands: SIGUSR1 stops it, nothing written."""
     process = start_cli("mandelbrot", "-o", tmp_path / "m.png", "--counts", tmp_path / "m.npy",
                         "--maxiter", 10**8, "--width", 256, "--height", 256)
-    wait_until_computing(process, signal.SIGUSR1)
+    wait_until_computing(process)
     process.send_signal(signal.SIGUSR1)
     code, stderr = finish(process)
     assert code == 128 + signal.SIGUSR1, stderr
@@ -148,7 +148,7 @@ def test_mandelbrot_stops_on_sigusr1_like_sigterm(tmp_path):
 
 def test_bench_stops_on_a_signal_and_writes_nothing(tmp_path):
     process = start_cli("bench", "jacobi", "--quick", "--json", tmp_path / "b.json")
-    wait_until_computing(process, signal.SIGUSR1)
+    wait_until_computing(process)
     process.send_signal(signal.SIGUSR1)
     code, stderr = finish(process)
     assert code == 128 + signal.SIGUSR1, stderr

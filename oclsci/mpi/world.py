@@ -231,10 +231,6 @@ class World:
         """The largest ``value`` over ranks."""
         return self.comm.allreduce(float(value), op=self.MPI.MAX)
 
-    def any_rank(self, flag: bool) -> bool:
-        """True on every rank when ``flag`` is true on any."""
-        return bool(self.comm.allreduce(bool(flag), op=self.MPI.LOR))
-
     def agree_stop(self, stop: bool, launches: int) -> tuple[bool, int]:
         """In one reduction: whether any rank asks to stop, and the smallest chunk proposed."""
         mine = np.array([-int(bool(stop)), int(launches)], dtype=np.int64)

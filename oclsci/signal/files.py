@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..io import atomic_path, check_output_path
+from ..io import atomic_path, check_output_path, existing_file, read_npy
 
 OUTPUT_SUFFIXES = (".npy", ".csv", ".png")
 PLOT_HELP = "a .png output needs matplotlib: pip install 'oclsci[plot]'"
@@ -25,15 +25,9 @@ PLOT_HELP = "a .png output needs matplotlib: pip install 'oclsci[plot]'"
 
 def read_samples(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     """``(times, values)`` as float64 from a .npy (2, N)/(N, 2) array or a two-column text file."""
-    from ..io import _read_npy
-
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputError(f"{path}: is a folder, not a file")
+    path = existing_file(path)
     if path.suffix.lower() == ".npy":
-        array = _read_npy(path)
+        array = read_npy(path)
     else:
         array = _read_text(path)
     if array.dtype.kind not in "fiub":
@@ -86,11 +80,7 @@ def parse_freqs(spec: str | None, path: str | None) -> np.ndarray:
     if (spec is None) == (path is None):
         raise InputError("give exactly one of --freqs MIN:MAX:COUNT and --freqs-file F.npy")
     if path is not None:
-        from ..io import _read_npy
-
-        if not Path(path).is_file():
-            raise InputError(f"{path}: no such file")
-        freqs = _read_npy(Path(path))
+        freqs = read_npy(existing_file(path))
         if freqs.ndim != 1 or freqs.size == 0 or freqs.dtype.kind not in "fiu":
             raise InputError(f"{path}: expected a non-empty 1-D array of numbers, got "
                              f"shape {freqs.shape}, dtype {freqs.dtype}")

@@ -25,6 +25,7 @@ import pyopencl.array as cl_array
 from .. import programs
 from ..device import ComputeContext, as_compute_context
 from ..errors import InputError, Interrupted
+from ..jacobi_checks import check_dtype
 
 # The seed's tuning steps as kernel configurations (docs/lombscargle.md); "auto" is the default.
 # vector_width 0: the device's preferred width (CPUs), at least 4 (float32) or 2 (float64).
@@ -87,13 +88,7 @@ def resolve_dtype(dtype: Any, *arrays: Any) -> np.dtype:
                  for a in arrays]
         return np.dtype(np.float32) if all(k == np.float32 for k in kinds) \
             else np.dtype(np.float64)
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise InputError(f"dtype must be float32 or float64, got {dtype!r}") from None
-    if dtype not in (np.float32, np.float64):
-        raise InputError(f"dtype must be float32 or float64, got {dtype}")
-    return dtype
+    return check_dtype(dtype)
 
 
 def vector_width(compute: ComputeContext, dtype: np.dtype) -> int:
