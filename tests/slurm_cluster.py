@@ -95,7 +95,8 @@ class SlurmCluster:
         key.write_bytes(secrets.token_bytes(1024))
         os.chmod(key, 0o600)
         self.ctld_port = _free_port()
-        self.first_job_id = 1000 + secrets.randbelow(10**8)
+        # Job ids differ between sessions; Slurm's default MaxJobId is 67043328.
+        self.first_job_id = 1000 + secrets.randbelow(60_000_000)
         node_lines, gres_lines = [], []
         for node in self.nodes:
             for d in ("spool", "tmp"):
