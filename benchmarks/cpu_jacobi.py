@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pyopencl as cl  # noqa: E402
 
 import oclsci  # noqa: E402
-from oclsci.jacobi import JacobiSolver  # noqa: E402
-from oclsci.jacobi_reference import jacobi_step, laplacian  # noqa: E402
-from oclsci.jacobi_tuning import KernelConfig, device_default  # noqa: E402
-from oclsci.picture import builtin_picture  # noqa: E402
+from oclsci.jacobi.picture import builtin_picture  # noqa: E402
+from oclsci.jacobi.reference import jacobi_step, laplacian  # noqa: E402
+from oclsci.jacobi.solver import JacobiSolver  # noqa: E402
+from oclsci.jacobi.tuning import KernelConfig, device_default  # noqa: E402
 
 warnings.simplefilter("ignore", cl.CompilerWarning)
 
@@ -79,7 +79,7 @@ def main() -> None:
                 "coalesced": device_default(compute, "coalesced", dtype, (m, n)),
                 "bands (default)": device_default(compute, "bands", dtype, (m, n))}
     if args.tune > 0:
-        from oclsci.jacobi_autotune import save_report, tune
+        from oclsci.jacobi.tuning.search import save_report, tune
 
         report = tune(compute, (m, n), dtype, budget=args.tune, kernels=("bands", "coalesced"))
         save_report(report)

@@ -11,7 +11,7 @@ and ends with a summary table. Sections, each timed side by side in the same pro
    CuPy) and the launch cost of an empty kernel (PyOpenCL call vs ctypes, no event);
 2. exactness: every kernel, several configurations, grids 1x1 .. 400x266, step counts that
    are not multiples of the steps per launch, float32 and float64, against NumPy;
-3. tuning (oclsci.jacobi_autotune.tune) for 266x400 and 16384^2, float32 and float64;
+3. tuning (oclsci.jacobi.tuning.search.tune) for 266x400 and 16384^2, float32 and float64;
 4. the seed's case, 266x400 x 150000 steps: CuPy's raw kernel from the talk (the anchor),
    the talk's PyOpenCL loop (fewer steps, extrapolated), oclsci's seed kernel, oclsci's
    tuned kernel; results compared with NumPy's (precomputed on the CPU: .device/ref/);
@@ -44,13 +44,13 @@ sys.path.insert(0, str(HERE.parent))
 import pyopencl as cl  # noqa: E402
 
 import oclsci  # noqa: E402
-from oclsci import programs  # noqa: E402
-from oclsci.jacobi import JacobiSolver, run  # noqa: E402
-from oclsci.jacobi_autotune import _DeviceCompare, save_report, tune  # noqa: E402
-from oclsci.jacobi_reference import jacobi_numpy, laplacian  # noqa: E402
-from oclsci.jacobi_tuning import KernelConfig, cached_config, device_default  # noqa: E402
-from oclsci.launcher import Launch, raw_enqueue_enabled  # noqa: E402
-from oclsci.picture import builtin_picture  # noqa: E402
+from oclsci.jacobi.picture import builtin_picture  # noqa: E402
+from oclsci.jacobi.reference import jacobi_numpy, laplacian  # noqa: E402
+from oclsci.jacobi.solver import JacobiSolver, run  # noqa: E402
+from oclsci.jacobi.tuning import KernelConfig, cached_config, device_default  # noqa: E402
+from oclsci.jacobi.tuning.search import _DeviceCompare, save_report, tune  # noqa: E402
+from oclsci.runtime import programs  # noqa: E402
+from oclsci.runtime.launch import Launch, raw_enqueue_enabled  # noqa: E402
 
 warnings.simplefilter("ignore", cl.CompilerWarning)
 
@@ -223,7 +223,7 @@ def exactness(compute, extra: list[KernelConfig]) -> dict:
         usable = [c for c in configs if c.fits(compute, dtype)]
         with ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda c, d=dtype: programs.build_program(
-                compute, f"jacobi_{c.name}", (), **dict(c.template_params(), dtype=d)),
+                compute, f"jacobi/{c.name}", (), **dict(c.template_params(), dtype=d)),
                 usable))
         for shape in shapes:
             rhs = (rng.standard_normal(shape) * 100).astype(dtype)
@@ -557,7 +557,7 @@ def build_logs(compute) -> dict:
             for kernel in ("temporal", "coalesced"):
                 config = cached_config(compute, dtype, shape, kernel) or device_default(
                     compute, kernel, dtype, shape)
-                source = programs.render(f"jacobi_{kernel}",
+                source = programs.render(f"jacobi/{kernel}",
                                          **dict(config.template_params(), dtype=np.dtype(dtype)))
                 try:
                     program = cl.Program(compute.context, source).build(

@@ -22,10 +22,10 @@ checks() {
     python3 - "$out" <<'PY'
 import subprocess, sys, time
 import numpy as np
-from oclsci.device import create_context
-from oclsci.jacobi_reference import jacobi_numpy, laplacian
-from oclsci.jacobi_tuning import suited_kernels
-from oclsci.picture import builtin_picture
+from oclsci.runtime.device import create_context
+from oclsci.jacobi.reference import jacobi_numpy, laplacian
+from oclsci.jacobi.tuning import suited_kernels
+from oclsci.jacobi.picture import builtin_picture
 out = sys.argv[1]
 rhs = laplacian(builtin_picture())
 np.save(f"{out}/rhs.npy", rhs)
@@ -51,7 +51,7 @@ PY
     python3 -c "
 import numpy as np
 from oclsci.mandelbrot import mandelbrot
-from oclsci.mandelbrot_reference import mandelbrot_set_np
+from oclsci.mandelbrot.reference import mandelbrot_set_np
 r = mandelbrot(return_z=True)
 Z, N = mandelbrot_set_np(-2.25, .75, -1.25, 1.25, 1500, 1250, 400, 2.0**40)
 print('mandelbrot agreement with the seed NumPy code: counts', (r.counts == N).mean(), 'z', (r.z == Z).mean())"

@@ -99,7 +99,7 @@ def main() -> None:
 
     world = mpi.World(MPI.COMM_WORLD)
     mpi.use_rank_cache_dirs(world.rank)
-    from oclsci.device import create_context
+    from oclsci.runtime.device import create_context
 
     compute = create_context(args.device, local_rank=world.local_rank)
     ranks = [int(v) for v in args.ranks.split(",") if v] or sorted({1, world.size})

@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   A CuPy-style elementwise kernel (oclsci.elementwise.ElementwiseKernel).
   Parameters:

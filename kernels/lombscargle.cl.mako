@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   Lomb-Scargle periodogram, scipy.signal.lombscargle's algorithm (SciPy >= 1.15, unit weights,
   floating_mean=False) in one pass over the samples per frequency w:

@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   Mandelbrot escape counts with the semantics of the seed's NumPy code (oclsci.mandelbrot_reference):
   for n in 0..maxiter-1: stop once |z| >= horizon; count = n; z = z*z + c.  Counts equal to

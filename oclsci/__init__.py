@@ -1,14 +1,16 @@
 """oclsci: a vendor-neutral OpenCL toolkit for scientists on clusters.
 
 One Python code for NVIDIA, AMD and Intel GPUs and for CPUs through PoCL. The device comes from
-``device=`` / ``--device``, then ``PYOPENCL_CTX``, then the first GPU (see :mod:`oclsci.device`).
+``device=`` / ``--device``, then ``PYOPENCL_CTX``, then the first GPU (see
+:mod:`oclsci.runtime.device`). docs/architecture.md draws how the packages depend on each other.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import (  # noqa: E402
+from oclsci import _moved  # noqa: E402
+from oclsci.errors import (  # noqa: E402
     DeviceError,
     InputError,
     Interrupted,
@@ -17,15 +19,18 @@ from .errors import (  # noqa: E402
     OclsciError,
 )
 
+_moved.install()
+
 # Loaded on first use (PEP 562), so that the command line starts NumPy's and the drivers'
-# threads itself, with the stop signals blocked in them (see oclsci.signals).
+# threads itself, with the stop signals blocked in them (see oclsci.runtime.signals).
 _LAZY = {
-    "ComputeContext": "device", "create_context": "device", "list_devices": "device",
-    "ElementwiseKernel": "elementwise",
+    "ComputeContext": "runtime.device", "create_context": "runtime.device",
+    "list_devices": "runtime.device",
+    "ElementwiseKernel": "elementwise.kernels",
     # Not re-exported: the function oclsci.mandelbrot.mandelbrot, whose name would hide the
-    # module.
-    "MandelbrotRenderer": "mandelbrot", "MandelbrotResult": "mandelbrot",
-    "mandelbrot_numpy": "mandelbrot_reference",
+    # package.
+    "MandelbrotRenderer": "mandelbrot.renderer", "MandelbrotResult": "mandelbrot.renderer",
+    "mandelbrot_numpy": "mandelbrot.reference",
 }
 
 

@@ -1,5 +1,5 @@
 """``python -m oclsci`` runs the command-line interface."""
 
-from .cli import main
+from oclsci.cli import main
 
 main()

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, OclsciError, OutputError
-from .signals import SignalExit
+from oclsci.errors import InputError, OclsciError, OutputError
+from oclsci.runtime.signals import SignalExit
 
 IMAGE_SUFFIXES = (".png", ".pgm", ".pnm", ".tif", ".tiff", ".bmp")
 ARRAY_SUFFIXES = (".npy",)
@@ -86,7 +86,7 @@ def _first_line(error: BaseException) -> str:
 def _read_image(path: Path) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
-    from .image_values import is_pnm, read_pnm, undo_rescaling
+    from oclsci.pnm import is_pnm, read_pnm, undo_rescaling
 
     try:
         if is_pnm(path):  # Pillow would rescale PGM maxval and invert PBM: parse it here

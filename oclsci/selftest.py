@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from .device import ComputeContext
-from .elementwise_ops import OPS
-from .jacobi import JacobiSolver, run
-from .jacobi_reference import jacobi_numpy
-from .jacobi_tuning import KERNELS, choose_config, device_default
-from .mandelbrot import mandelbrot
-from .mandelbrot_reference import mandelbrot_numpy
+from oclsci.elementwise.ops import OPS
+from oclsci.jacobi.reference import jacobi_numpy
+from oclsci.jacobi.solver import JacobiSolver, run
+from oclsci.jacobi.tuning import KERNELS, choose_config, device_default
+from oclsci.mandelbrot.reference import mandelbrot_numpy
+from oclsci.mandelbrot.renderer import mandelbrot
+from oclsci.runtime.device import ComputeContext
 
 # Problem sizes: odd, not multiples of any work-group or tile; steps not a multiple of any
 # kernel's steps per launch. --quick uses the smaller set.

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from oclsci.device import get_platforms
 from oclsci.errors import NoPlatformError
+from oclsci.runtime.device import get_platforms
 
 
 def _device_specs() -> list[str]:
@@ -35,7 +35,7 @@ DEVICE_SPECS = _device_specs()
     reason="no OpenCL device: pip install 'oclsci[pocl]'"))])
 def compute(request):
     """A ComputeContext for each test device in turn."""
-    from oclsci.device import create_context
+    from oclsci.runtime.device import create_context
 
     return create_context(request.param)
 
@@ -43,7 +43,7 @@ def compute(request):
 @pytest.fixture
 def any_compute():
     """A ComputeContext on the first test device (for tests that need just one device)."""
-    from oclsci.device import create_context
+    from oclsci.runtime.device import create_context
 
     if not DEVICE_SPECS:
         pytest.skip("no OpenCL device: pip install 'oclsci[pocl]'")

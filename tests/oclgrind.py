@@ -414,13 +414,13 @@ def _config_label(params: dict, local_size: Any) -> str:
 
 
 def _steps_per_launch(name: str, params: dict) -> int:
-    from oclsci.jacobi_tuning import KernelConfig
+    from oclsci.jacobi.tuning import KernelConfig
 
     return int(KernelConfig(name, dict(params)).steps_per_launch)
 
 
 def _fits_oclgrind(name: str, params: dict, local_size: Any, dtype: str = "float32") -> bool:
-    from oclsci.jacobi_tuning import KernelConfig
+    from oclsci.jacobi.tuning import KernelConfig
 
     config = KernelConfig(name, dict(params), local_size)
     if not hasattr(config, "validate"):
@@ -441,8 +441,8 @@ def jacobi_spaces() -> dict[str, list[tuple[dict, Any]]]:
     runs without tuning); a kernel missing from JACOBI_SPACES gets only its defaults (and
     ``test_every_jacobi_kernel_has_a_parameter_space`` fails until it is added).
     """
-    from oclsci.jacobi import KERNEL_NAMES
-    from oclsci.jacobi_tuning import default_config
+    from oclsci.jacobi.solver import KERNEL_NAMES
+    from oclsci.jacobi.tuning import default_config
 
     spaces: dict[str, list[tuple[dict, Any]]] = {}
     for name in KERNEL_NAMES:
@@ -481,7 +481,7 @@ def simulated_work(name: str, params: dict, local_size: Any, shape: tuple[int, i
                    steps: int) -> int:
     """A rough measure of what Oclgrind must simulate: cell updates of every work-item
     (idle ones included) times steps; about 20 us of CPU each with all checks on."""
-    from oclsci.jacobi_tuning import KernelConfig
+    from oclsci.jacobi.tuning import KernelConfig
 
     config = KernelConfig(name, dict(params), tuple(local_size) if local_size else None)
     global_size, _ = config.launch_shape(*shape)
@@ -543,10 +543,10 @@ def jacobi_cases() -> list[dict]:
 
 
 def compare_cases() -> list[dict]:
-    """The tuner's exactness check (``jacobi_compare``): counts differing cells atomically."""
-    from oclsci import programs
+    """The tuner's exactness check (``jacobi/compare``): counts differing cells atomically."""
+    from oclsci.runtime import programs
 
-    if "jacobi_compare" not in programs.template_names():
+    if "jacobi/compare" not in programs.template_names():
         return []
     return [{"id": _case_id("compare", dtype, f"{m}x{n}", f"items{items}"), "kind": "compare",
              "dtype": dtype, "shape": (m, n), "items": items, "cost": m * n}
@@ -648,13 +648,13 @@ ELEMENTWISE_SIZES = (1, 300)
 
 
 def elementwise_cases() -> list[dict]:
-    """Every ready-made elementwise operation (``oclsci.elementwise_ops.OPS``) in every dtype,
+    """Every ready-made elementwise operation (``oclsci.elementwise.ops.OPS``) in every dtype,
     with one and several elements per work-item, and a user kernel with scalars, several
     outputs, in-place and pyopencl arrays."""
-    if not _importable("oclsci.elementwise_ops", "OPS"):
+    if not _importable("oclsci.elementwise.ops", "OPS"):
         return []
-    from oclsci.elementwise import TYPE_NAMES
-    from oclsci.elementwise_ops import OPS
+    from oclsci.elementwise.kernels import TYPE_NAMES
+    from oclsci.elementwise.ops import OPS
 
     cases = []
     for name in OPS:
@@ -750,8 +750,8 @@ def _preallocate(compute: Any, cases: list[dict]) -> None:
     import numpy as np
     import pyopencl as cl
 
-    from oclsci.jacobi_tuning import KernelConfig
-    from oclsci.programs import cl_type
+    from oclsci.jacobi.tuning import KernelConfig
+    from oclsci.runtime.programs import cl_type
 
     for case in cases:
         if case["kind"] != "jacobi":
@@ -815,7 +815,7 @@ def _leave_output_uninitialised(compute: Any, solver: Any, case: dict) -> None:
 def _broken_template(compute: Any, template: str, anchor: str, insert: str):
     """Render ``template`` with ``insert`` put before ``anchor`` (for canaries), in a program
     cache of its own, so that the real kernel is untouched for the other cases."""
-    from oclsci import programs
+    from oclsci.runtime import programs
 
     original_render, original_cache = programs.render, compute.program_cache
 
@@ -837,7 +837,7 @@ def _broken_template(compute: Any, template: str, anchor: str, insert: str):
 def _run_jacobi(compute: Any, case: dict) -> None:
     if case.get("break_cell"):
         # A seed kernel that never writes cell (2, 2): Oclgrind must see it read uninitialised.
-        with _broken_template(compute, "jacobi_seed", "if ((i >= 1)",
+        with _broken_template(compute, "jacobi/seed", "if ((i >= 1)",
                               "if (i == 2 && j == 2) return;\n    "):
             _solve_and_compare(compute, case)
         return
@@ -847,9 +847,9 @@ def _run_jacobi(compute: Any, case: dict) -> None:
 def _solve_and_compare(compute: Any, case: dict) -> None:
     import numpy as np
 
-    from oclsci.jacobi import JacobiSolver, run
-    from oclsci.jacobi_reference import jacobi_numpy
-    from oclsci.jacobi_tuning import KernelConfig
+    from oclsci.jacobi.reference import jacobi_numpy
+    from oclsci.jacobi.solver import JacobiSolver, run
+    from oclsci.jacobi.tuning import KernelConfig
 
     dtype = np.dtype(case["dtype"])
     rhs = _rng(case["id"]).standard_normal(tuple(case["shape"])).astype(dtype)
@@ -869,7 +869,7 @@ def _solve_and_compare(compute: Any, case: dict) -> None:
 def _numpy_residual_rows(x, rhs, first_row: int, rows: int) -> float:
     import numpy as np
 
-    from oclsci.jacobi_reference import laplacian
+    from oclsci.jacobi.reference import laplacian
 
     r = laplacian(x) - np.asarray(rhs, dtype=np.float64)
     part = r[first_row - 1:first_row - 1 + rows]
@@ -880,9 +880,9 @@ def _run_residual(compute: Any, case: dict) -> None:
     import numpy as np
     import pyopencl as cl
 
-    from oclsci import programs
-    from oclsci.jacobi import JacobiSolver, run
-    from oclsci.jacobi_tuning import KernelConfig
+    from oclsci.jacobi.solver import JacobiSolver, run
+    from oclsci.jacobi.tuning import KernelConfig
+    from oclsci.runtime import programs
 
     dtype = np.dtype(case["dtype"])
     rng = _rng(case["id"])
@@ -899,7 +899,7 @@ def _run_residual(compute: Any, case: dict) -> None:
                 raise AssertionError(f"residual rows {first}..{last}: {got} != NumPy {want}")
         return
     acc_dtype = np.dtype(case["acc_dtype"])
-    kernel = programs.get_kernel(compute, "jacobi_residual", dtype=dtype, acc_dtype=acc_dtype,
+    kernel = programs.get_kernel(compute, "jacobi/residual", dtype=dtype, acc_dtype=acc_dtype,
                                  group_size=int(case["group_size"]))
     groups, group_size = int(case["groups"]), int(case["group_size"])
     partial = np.zeros(groups, dtype=acc_dtype)
@@ -933,7 +933,7 @@ def _run_compare(compute: Any, case: dict) -> None:
     import numpy as np
     import pyopencl as cl
 
-    from oclsci import programs
+    from oclsci.runtime import programs
 
     dtype = np.dtype(case["dtype"])
     m, n = case["shape"]
@@ -950,7 +950,7 @@ def _run_compare(compute: Any, case: dict) -> None:
     count = np.zeros(1, np.uint32)
     count_buffer = cl.Buffer(compute.context, flags.READ_WRITE | flags.COPY_HOST_PTR,
                              hostbuf=count)
-    kernel = programs.get_kernel(compute, "jacobi_compare", dtype=dtype)
+    kernel = programs.get_kernel(compute, "jacobi/compare", dtype=dtype)
     kernel.set_args(*buffers, np.int32(m), np.int32(n), np.int32(row_stride), count_buffer)
     cl.enqueue_nd_range_kernel(compute.queue, kernel, (int(case["items"]),), None)
     cl.enqueue_copy(compute.queue, count, count_buffer)
@@ -966,7 +966,7 @@ def _run_elementwise(compute: Any, case: dict) -> None:
     import numpy as np
     import pyopencl.array as cla
 
-    from oclsci.elementwise_ops import OPS
+    from oclsci.elementwise.ops import OPS
 
     op = OPS[case["op"]]
     dtype = np.dtype(case["dtype"])
@@ -1002,7 +1002,7 @@ def _run_elementwise(compute: Any, case: dict) -> None:
 def _run_elementwise_user(compute: Any, case: dict) -> None:
     import numpy as np
 
-    from oclsci.elementwise import ElementwiseKernel
+    from oclsci.elementwise.kernels import ElementwiseKernel
 
     dtype = np.dtype(case["dtype"])
     kernel = ElementwiseKernel(
@@ -1028,8 +1028,8 @@ def _run_elementwise_user(compute: Any, case: dict) -> None:
 def _run_mandelbrot(compute: Any, case: dict) -> None:
     import numpy as np
 
-    from oclsci.mandelbrot import MandelbrotRenderer
-    from oclsci.mandelbrot_reference import mandelbrot_numpy
+    from oclsci.mandelbrot.reference import mandelbrot_numpy
+    from oclsci.mandelbrot.renderer import MandelbrotRenderer
 
     xmin, xmax, ymin, ymax = case["bounds"]
     window = dict(width=case["width"], height=case["height"], maxiter=case["maxiter"],
@@ -1135,7 +1135,7 @@ def runner_main(job_path: str, log_path: str | None = None) -> int:
         log_path = Path(tempfile.mkdtemp(prefix="oclsci-oclgrind-")) / "stderr.log"
     capture = StderrCapture(log_path)
     try:
-        from oclsci.device import create_context
+        from oclsci.runtime.device import create_context
 
         compute = create_context("oclgrind", reuse=False)
         setup = reports_in(capture.take())

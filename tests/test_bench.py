@@ -20,7 +20,7 @@ from oclsci.bench.core import Progress
 from oclsci.bench.jacobi import SolverJacobi, grid_case, large_plan
 from oclsci.bench.measure import QUICK, Budget, run_case
 from oclsci.bench.report import write_plot
-from oclsci.jacobi import KERNEL_NAMES
+from oclsci.jacobi.solver import KERNEL_NAMES
 
 pytestmark = pytest.mark.skipif(not DEVICE_SPECS, reason="no OpenCL device")
 DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
@@ -103,7 +103,7 @@ def test_mandelbrot_case_present_when_module_is(quick_run):
 
 
 def test_elementwise_case_has_oclsci_axpy(quick_run):
-    pytest.importorskip("oclsci.elementwise_ops")
+    pytest.importorskip("oclsci.elementwise.ops")
     case = next(c for c in quick_run.report["cases"] if c["workload"] == "elementwise")
     names = [r["variant"] for r in case["results"]]
     assert names[:2] == ["numpy", "oclsci-axpy"] and "pyopencl-elementwise" in names

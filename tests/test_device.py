@@ -11,7 +11,7 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
-from oclsci.device import create_context, list_devices, node_local_rank
+from oclsci.runtime.device import create_context, list_devices, node_local_rank
 
 FIELDS = {"spec", "platform", "name", "type", "vendor", "driver_version", "opencl_version",
           "compute_units", "global_mem_bytes", "local_mem_bytes", "max_work_group_size", "fp64"}

@@ -20,8 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oclsci.binding import GpuBindingError, bind_gpu, visible_gpus
-from oclsci.device import (
+from oclsci.errors import EXIT_NO_PLATFORM, DeviceError, NoPlatformError
+from oclsci.runtime.binding import GpuBindingError, bind_gpu, visible_gpus
+from oclsci.runtime.device import (
     LOCAL_RANK_VARIABLES,
     NO_PLATFORM_HELP,
     available_specs,
@@ -30,7 +31,6 @@ from oclsci.device import (
     parse_test_spec,
     select_device,
 )
-from oclsci.errors import EXIT_NO_PLATFORM, DeviceError, NoPlatformError
 
 CPU, GPU = cl.device_type.CPU, cl.device_type.GPU
 
@@ -353,7 +353,7 @@ def test_every_listed_spec_selects_its_device(platforms, data):
 # [SPEC or null, {environment variables}]; prints the chosen device of each.
 SELECT = """
 import json, os, sys
-from oclsci.device import create_context
+from oclsci.runtime.device import create_context
 answers = []
 for spec, variables in json.loads(sys.argv[1]):
     for name in ("PYOPENCL_CTX", "PYOPENCL_TEST"):

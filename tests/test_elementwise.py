@@ -7,8 +7,8 @@ import pyopencl.array as cla
 import pytest
 
 from oclsci.cli import main
-from oclsci.elementwise import TYPE_NAMES, ElementwiseKernel, parse_params
-from oclsci.elementwise_ops import add, axpy, increment, multiply_them
+from oclsci.elementwise.kernels import TYPE_NAMES, ElementwiseKernel, parse_params
+from oclsci.elementwise.ops import add, axpy, increment, multiply_them
 from oclsci.errors import DeviceError, InputError, KernelBuildError
 
 AXPY_LIKE = ElementwiseKernel("T a, T x, T y", "T z", "z = a * x + y", "axpy_like")
@@ -228,7 +228,7 @@ def test_cli_bad_input(any_compute, capsys, args, word):
 
 
 def test_cli_failed_check_exits_non_zero(any_compute, capsys, monkeypatch):
-    from oclsci import elementwise_ops
+    from oclsci.elementwise import ops as elementwise_ops
 
     op = elementwise_ops.OPS["add"]
     monkeypatch.setitem(elementwise_ops.OPS, "add",

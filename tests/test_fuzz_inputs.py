@@ -26,10 +26,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from oclsci.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from oclsci.errors import InputError
 from oclsci.io import read_array
-from oclsci.jacobi import validate_rhs
+from oclsci.jacobi.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from oclsci.jacobi.solver import validate_rhs
 
 READER_TIMEOUT_S = 20
 CLI_TIMEOUT_S = 120
@@ -253,10 +253,10 @@ def test_checkpoint_reader_on_crafted_fields(tmp_path, name):
 
 
 def _tuning():
-    from oclsci import jacobi_tuning
+    from oclsci.jacobi import tuning as jacobi_tuning
 
     if not hasattr(jacobi_tuning, "load_cache"):
-        pytest.skip("the tuning cache has not landed (oclsci.jacobi_tuning.load_cache)")
+        pytest.skip("the tuning cache has not landed (oclsci.jacobi.tuning.load_cache)")
     return jacobi_tuning
 
 

@@ -16,15 +16,16 @@ import pyopencl as cl
 import pytest
 from gpu_profiles import PROFILES
 
-from oclsci import jacobi as jacobi_module
-from oclsci import jacobi_autotune, programs
-from oclsci.device import ComputeContext
-from oclsci.elementwise import DEFAULT_LOCAL_SIZE
+from oclsci.elementwise.kernels import DEFAULT_LOCAL_SIZE
 from oclsci.errors import DeviceError, InputError
-from oclsci.jacobi import JacobiSolver, WorkGroupTooLarge, run
-from oclsci.jacobi_reference import jacobi_numpy
-from oclsci.jacobi_tuning import KERNELS, KernelConfig, choose_config, device_candidates
-from oclsci.mandelbrot import GPU_LOCAL_SIZE
+from oclsci.jacobi import solver as jacobi_module
+from oclsci.jacobi.reference import jacobi_numpy
+from oclsci.jacobi.solver import JacobiSolver, WorkGroupTooLarge, run
+from oclsci.jacobi.tuning import KERNELS, KernelConfig, choose_config, device_candidates
+from oclsci.jacobi.tuning import search as jacobi_autotune
+from oclsci.mandelbrot.renderer import GPU_LOCAL_SIZE
+from oclsci.runtime import programs
+from oclsci.runtime.device import ComputeContext
 
 # Kernels declaring reqd_work_group_size get the device's maximum; the others the kernel limit.
 WITH_REQD_WORK_GROUP_SIZE = {"blocked", "temporal"}
@@ -151,9 +152,9 @@ def test_a_given_configuration_too_large_for_the_kernel_is_a_clear_error(
 
 
 def test_mandelbrot_and_elementwise_shrink_their_groups_to_the_kernel(compute, monkeypatch):
-    from oclsci.elementwise_ops import add
-    from oclsci.mandelbrot import MandelbrotRenderer
-    from oclsci.mandelbrot_reference import mandelbrot_numpy
+    from oclsci.elementwise.ops import add
+    from oclsci.mandelbrot.reference import mandelbrot_numpy
+    from oclsci.mandelbrot.renderer import MandelbrotRenderer
 
     real = programs.kernel_work_group_size
     monkeypatch.setattr(programs, "kernel_work_group_size",

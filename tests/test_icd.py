@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from oclsci import icd
+from oclsci.runtime import icd
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 INTEL_WANTED = "intel" in os.environ.get("OCLSCI_TEST_DEVICES", "").lower()
@@ -89,7 +89,7 @@ def test_intel_runtime_registered_beside_existing_icds(tmp_path):
     (vendors / "other.icd").write_text("/nonexistent/libother.so\n")
     env = dict(os.environ, OCL_ICD_VENDORS=str(vendors), XDG_CACHE_HOME=str(tmp_path / "c"))
     env.pop("OCLSCI_REGISTER_ICDS", None)
-    code = ("import json, os; from oclsci.device import list_devices; d = list_devices(); "
+    code = ("import json, os; from oclsci.runtime.device import list_devices; d = list_devices(); "
             "print(json.dumps([os.environ['OCL_ICD_VENDORS'], d]))")
     done = _python(code, env)
     assert done.returncode == 0, done.stderr

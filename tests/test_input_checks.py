@@ -31,7 +31,7 @@ from oclsci.errors import (
     NonFiniteResultError,
 )
 from oclsci.io import read_array
-from oclsci.jacobi_reference import jacobi_numpy
+from oclsci.jacobi.reference import jacobi_numpy
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -86,7 +86,7 @@ def test_resume_refuses_fewer_iterations_than_done(rhs_file, tmp_path):
 
 
 def test_absurd_iteration_counts_are_refused(rhs_file, tmp_path):
-    from oclsci.checkpoint import load_checkpoint
+    from oclsci.jacobi.checkpoint import load_checkpoint
 
     rhs, path = rhs_file
     np.savez(tmp_path / "c.npz", x=rhs, rhs=rhs, iteration=np.int64(2**62),
@@ -206,7 +206,7 @@ def test_mandelbrot_refuses_windows_that_overflow(tmp_path):
 
 
 def test_api_refuses_values_beyond_the_dtype_and_overflow(any_compute):
-    from oclsci.jacobi import jacobi
+    from oclsci.jacobi.solver import jacobi
 
     with pytest.raises(InvalidArgumentError, match="float32"):
         jacobi(np.full((4, 4), 1e300), 10, device=any_compute)
@@ -317,7 +317,7 @@ def _wait_for(condition, process, seconds: float = 240.0) -> None:
 def test_pocl_cache_problems_are_named(tmp_path, monkeypatch):
     import shutil
 
-    from oclsci import device_health
+    from oclsci.runtime import health as device_health
 
     env = {"POCL_CACHE_DIR": str(tmp_path / "cache")}
     assert device_health.pocl_cache_problem(env) is None
@@ -336,9 +336,9 @@ def test_pocl_cache_problems_are_named(tmp_path, monkeypatch):
 def test_full_pocl_cache_is_refused_before_building(monkeypatch, tmp_path):
     import shutil
 
-    from oclsci import device_health
-    from oclsci.device import get_platforms
     from oclsci.errors import DeviceError
+    from oclsci.runtime import health as device_health
+    from oclsci.runtime.device import get_platforms
 
     pocl = [p for p in get_platforms() if device_health.is_pocl(p)]
     if not pocl:
@@ -377,7 +377,7 @@ def test_outputs_are_checked_before_computing(rhs_file, tmp_path, args, fragment
 ])
 def test_out_of_range_tuning_entries_are_ignored_with_one_warning(tmp_path, any_compute,
                                                                   params):
-    from oclsci.jacobi_tuning import cache_key
+    from oclsci.jacobi.tuning import cache_key
 
     rhs = np.random.default_rng(2).standard_normal((24, 20)).astype(np.float32)
     np.save(tmp_path / "b.npy", rhs)
@@ -395,7 +395,7 @@ def test_out_of_range_tuning_entries_are_ignored_with_one_warning(tmp_path, any_
 
 
 def test_tune_cache_off_writes_nothing(tmp_path, monkeypatch):
-    from oclsci.jacobi_tuning import cache_disabled, load_cache, save_entry
+    from oclsci.jacobi.tuning import cache_disabled, load_cache, save_entry
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OCLSCI_TUNE_CACHE", "off")
@@ -422,7 +422,7 @@ def test_tune_cache_off_writes_nothing(tmp_path, monkeypatch):
     ({"tol": 1e-3, "check_every": 0}, InvalidArgumentError, "check_every"),
 ])
 def test_api_arguments_get_typed_one_line_errors(any_compute, kwargs, error, fragment):
-    from oclsci.jacobi import jacobi
+    from oclsci.jacobi.solver import jacobi
 
     rhs = np.random.default_rng(5).standard_normal((8, 6))
     arguments = {"iterations": 10, "device": any_compute, **kwargs}

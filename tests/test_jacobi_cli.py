@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 from signal_helpers import finish, start_cli, wait_until_computing
 
-from oclsci.checkpoint import load_checkpoint
-from oclsci.jacobi_reference import jacobi_numpy, laplacian
+from oclsci.jacobi.checkpoint import load_checkpoint
+from oclsci.jacobi.reference import jacobi_numpy, laplacian
 
 
 def oclsci(*args, check=True, timeout=300, **kwargs):
@@ -212,9 +212,9 @@ def test_bad_inputs_give_one_line_errors_and_no_output(tmp_path):
 
 def test_grid_larger_than_device_memory_is_refused_before_allocating(any_compute,
                                                                       monkeypatch):
-    from oclsci.device import ComputeContext
     from oclsci.errors import DeviceError
-    from oclsci.jacobi import JacobiSolver
+    from oclsci.jacobi.solver import JacobiSolver
+    from oclsci.runtime.device import ComputeContext
 
     memory = any_compute.device.global_mem_size
     with pytest.raises(DeviceError, match="GiB of global memory"):
@@ -229,8 +229,8 @@ def test_grid_larger_than_device_memory_is_refused_before_allocating(any_compute
 
 
 def test_fp64_refused_clearly_on_a_device_without_it(any_compute, monkeypatch):
-    from oclsci.device import ComputeContext
     from oclsci.errors import DeviceError
+    from oclsci.runtime.device import ComputeContext
 
     monkeypatch.setattr(ComputeContext, "supports_fp64", property(lambda self: False))
     with pytest.raises(DeviceError, match="float64"):

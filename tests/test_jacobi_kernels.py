@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from oclsci import jacobi
-from oclsci.jacobi import KERNEL_NAMES, JacobiSolver, run
-from oclsci.jacobi_reference import jacobi_numpy
-from oclsci.jacobi_tuning import KernelConfig, default_config, device_default
+from oclsci.jacobi import solver as jacobi
+from oclsci.jacobi.reference import jacobi_numpy
+from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver, run
+from oclsci.jacobi.tuning import KernelConfig, default_config, device_default
 
 SHAPES = [(1, 1), (3, 1000), (1021, 37), (37, 1021), (266, 400)]
 # Cumulative step counts: 1, then 5 and 13 (remainders for every steps-per-launch below).

@@ -369,7 +369,7 @@ def test_property_matches_the_reference_for_any_samples():
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from oclsci.device import create_context
+    from oclsci.runtime.device import create_context
 
     compute = create_context(DEVICE_SPECS[0])
     dtype = "float64" if compute.supports_fp64 else "float32"

@@ -9,8 +9,8 @@ import pytest
 
 from oclsci.cli import main
 from oclsci.errors import InputError
-from oclsci.mandelbrot import MandelbrotRenderer, mandelbrot, parse_horizon, row_band
-from oclsci.mandelbrot_reference import mandelbrot_numpy, mandelbrot_set_np, smooth_count
+from oclsci.mandelbrot.reference import mandelbrot_numpy, mandelbrot_set_np, smooth_count
+from oclsci.mandelbrot.renderer import MandelbrotRenderer, mandelbrot, parse_horizon, row_band
 
 SMALL = {"width": 150, "height": 125, "maxiter": 400}
 ZOOM = {"width": 96, "height": 80, "maxiter": 300, "xmin": -0.7485, "xmax": -0.7445,
@@ -167,8 +167,8 @@ def test_api_bad_input(any_compute):
 
 
 def test_failed_png_write_leaves_nothing(tmp_path, monkeypatch):
-    from oclsci import render
     from oclsci.errors import OutputError
+    from oclsci.mandelbrot import shading as render
 
     def broken(temp):
         temp.write_bytes(b"partial")
@@ -180,7 +180,7 @@ def test_failed_png_write_leaves_nothing(tmp_path, monkeypatch):
 
 
 def test_numpy_colouring():
-    from oclsci import render
+    from oclsci.mandelbrot import shading as render
 
     assert np.allclose(render.hot_colormap(np.array([0.0, 1.0])), [[0.0416, 0, 0], [1, 1, 1]])
     smooth = mandelbrot_numpy(width=40, height=30, maxiter=50)
@@ -196,7 +196,7 @@ def test_numpy_colouring():
 
 def test_matplotlib_and_numpy_colouring_agree():
     pytest.importorskip("matplotlib")
-    from oclsci import render
+    from oclsci.mandelbrot import shading as render
 
     values = smooth_count(*mandelbrot_numpy(width=60, height=50, maxiter=60), 2.0**40)
     a = render.shade(values, renderer="numpy").astype(int)

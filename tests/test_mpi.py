@@ -21,8 +21,8 @@ import pytest
 from conftest import DEVICE_SPECS
 
 from oclsci import mpi
-from oclsci.jacobi import KERNEL_NAMES
-from oclsci.jacobi_reference import jacobi_numpy, jacobi_step
+from oclsci.jacobi.reference import jacobi_numpy, jacobi_step
+from oclsci.jacobi.solver import KERNEL_NAMES
 
 LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
                       "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "OCLSCI_MPI",
@@ -343,8 +343,8 @@ def test_failure_during_the_run_aborts_every_rank(inputs, tmp_path):
 MANDELBROT_SCRIPT = """
 import sys, numpy as np
 from oclsci import mpi
-from oclsci.jacobi import KERNEL_NAMES
-from oclsci.mandelbrot import mandelbrot
+from oclsci.jacobi.solver import KERNEL_NAMES
+from oclsci.mandelbrot.renderer import mandelbrot
 world = mpi.mpi_world()
 device, per_rank, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def band(first, count):
@@ -360,7 +360,7 @@ if world.is_root:
 @needs_mpi
 def test_mandelbrot_bands_gathered_bit_identical(tmp_path):
     pytest.importorskip("oclsci.mandelbrot")
-    from oclsci.mandelbrot import mandelbrot
+    from oclsci.mandelbrot.renderer import mandelbrot
 
     script = tmp_path / "bands.py"
     script.write_text(MANDELBROT_SCRIPT)

@@ -16,8 +16,8 @@ import sys
 import oclgrind as og
 import pytest
 
-from oclsci import programs
-from oclsci.jacobi import KERNEL_NAMES
+from oclsci.jacobi.solver import KERNEL_NAMES
+from oclsci.runtime import programs
 
 pytestmark = [
     pytest.mark.oclgrind,
@@ -102,11 +102,11 @@ def test_every_corner_configuration_is_valid_for_oclgrind():
 
 def test_every_jacobi_parameter_is_varied():
     """Each parameter of each kernel takes at least two values among the checked configs."""
-    from oclsci import jacobi_tuning
+    from oclsci.jacobi import tuning as jacobi_tuning
 
     parameters = getattr(jacobi_tuning, "PARAMETERS", None)
     if parameters is None:
-        pytest.skip("oclsci.jacobi_tuning has no PARAMETERS table")
+        pytest.skip("oclsci.jacobi.tuning has no PARAMETERS table")
     spaces = og.jacobi_spaces()
     dull = []
     for name in KERNEL_NAMES:

@@ -16,7 +16,7 @@ import pytest
 from gpu_profiles import PROFILES
 from test_gpu_profiles import _kernel_limit, described
 
-from oclsci.jacobi_tuning import KERNELS, device_candidates
+from oclsci.jacobi.tuning import KERNELS, device_candidates
 
 pytestmark = pytest.mark.oclgrind
 

@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oclsci import programs
 from oclsci.errors import KernelBuildError
+from oclsci.runtime import programs
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("dtype, ctype", [(np.float32, "float"), (np.float64, "double")])
 def test_render_typedefs_real_type_and_pragma(dtype, ctype):
-    source = programs.render("jacobi_coalesced", dtype=dtype, rows_per_item=2)
+    source = programs.render("jacobi/coalesced", dtype=dtype, rows_per_item=2)
     assert f"typedef {ctype} real_t;" in source
     assert ("cl_khr_fp64" in source) == (dtype == np.float64)
     assert "__kernel void jacobi_coalesced(" in source
@@ -26,8 +26,8 @@ def test_render_typedefs_real_type_and_pragma(dtype, ctype):
 
 
 def test_render_missing_parameter_names_it():
-    with pytest.raises(KernelBuildError, match="jacobi_coalesced"):
-        programs.render("jacobi_coalesced", dtype=np.float32)
+    with pytest.raises(KernelBuildError, match="jacobi/coalesced"):
+        programs.render("jacobi/coalesced", dtype=np.float32)
 
 
 def test_unknown_template_is_a_build_error():
@@ -37,13 +37,14 @@ def test_unknown_template_is_a_build_error():
 
 def test_every_template_is_named_after_its_kernel():
     names = programs.template_names()
-    assert {"jacobi_seed", "jacobi_coalesced", "jacobi_blocked"} <= set(names)
+    assert {"jacobi/seed", "jacobi/coalesced", "jacobi/blocked"} <= set(names)
     for name in names:
         text = (programs.template_dir() / f"{name}.cl.mako").read_text()
-        assert '<%inherit file="base.cl.mako"/>' in text
+        assert '<%inherit file="/base.cl.mako"/>' in text
         if name == "elementwise":
             continue  # its kernels take the name the user gives (see oclsci.elementwise)
-        assert f" {name}(" in text, f"kernels/{name}.cl.mako must define kernel {name}"
+        kernel = programs.kernel_name(name)
+        assert f" {kernel}(" in text, f"kernels/{name}.cl.mako must define kernel {kernel}"
 
 
 def test_build_error_names_kernel_options_log_and_saved_source(any_compute, tmp_path,
@@ -73,21 +74,21 @@ def _lookup_with(extra_dir):
 
 def test_programs_and_kernels_are_memoised(any_compute):
     params = dict(dtype=np.float32, rows_per_item=3)
-    first = programs.build_program(any_compute, "jacobi_coalesced", **params)
+    first = programs.build_program(any_compute, "jacobi/coalesced", **params)
     builds = getattr(any_compute, "build_count", 0)
-    again = programs.build_program(any_compute, "jacobi_coalesced", **params)
+    again = programs.build_program(any_compute, "jacobi/coalesced", **params)
     assert again is first and any_compute.build_count == builds
-    kernel = programs.get_kernel(any_compute, "jacobi_coalesced", **params)
-    assert programs.get_kernel(any_compute, "jacobi_coalesced", **params) is kernel
+    kernel = programs.get_kernel(any_compute, "jacobi/coalesced", **params)
+    assert programs.get_kernel(any_compute, "jacobi/coalesced", **params) is kernel
     assert any_compute.build_count == builds
-    other = programs.build_program(any_compute, "jacobi_coalesced", dtype=np.float32,
+    other = programs.build_program(any_compute, "jacobi/coalesced", dtype=np.float32,
                                    rows_per_item=5)
     assert other is not first and any_compute.build_count == builds + 1
 
 
 def test_dump_source_environment_variable(any_compute, tmp_path, monkeypatch):
     monkeypatch.setenv("OCLSCI_DUMP_SOURCE", str(tmp_path))
-    programs.build_program(any_compute, "jacobi_seed", dtype=np.float32, dump_probe=1)
+    programs.build_program(any_compute, "jacobi/seed", dtype=np.float32, dump_probe=1)
     dumped = list(tmp_path.glob("jacobi_seed-*.cl"))
     assert len(dumped) == 1 and "__kernel void jacobi_seed" in dumped[0].read_text()
 

@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from oclsci.jacobi import KERNEL_NAMES, JacobiSolver, relative_residual, run
-from oclsci.jacobi_reference import jacobi_numpy, laplacian, residual_norm
-from oclsci.jacobi_tuning import KernelConfig, default_config
+from oclsci.jacobi.reference import jacobi_numpy, laplacian, residual_norm
+from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver, relative_residual, run
+from oclsci.jacobi.tuning import KernelConfig, default_config
 
 SCALE = float(os.environ.get("OCLSCI_HYPOTHESIS_SCALE", "1"))
 
@@ -210,7 +210,8 @@ def test_residual_agrees_with_numpy(compute, m, n, seed, steps):
 
 def _mandelbrot():
     try:
-        from oclsci import mandelbrot, mandelbrot_reference
+        from oclsci.mandelbrot import reference as mandelbrot_reference
+        from oclsci.mandelbrot import renderer as mandelbrot
     except ImportError:
         pytest.skip("oclsci.mandelbrot has not landed")
     return mandelbrot, mandelbrot_reference
@@ -278,7 +279,8 @@ def test_mandelbrot_bands_make_the_whole_image(compute):
 
 def _elementwise():
     try:
-        from oclsci import elementwise, elementwise_ops
+        from oclsci.elementwise import kernels as elementwise
+        from oclsci.elementwise import ops as elementwise_ops
     except ImportError:
         pytest.skip("oclsci.elementwise has not landed")
     return elementwise, elementwise_ops

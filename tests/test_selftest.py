@@ -11,10 +11,10 @@ import sys
 import pytest
 from conftest import DEVICE_SPECS
 
-from oclsci import device as device_module
-from oclsci import programs
 from oclsci.cli import main
-from oclsci.device import ComputeContext
+from oclsci.runtime import device as device_module
+from oclsci.runtime import programs
+from oclsci.runtime.device import ComputeContext
 from oclsci.selftest import all_checks, run_check
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,7 +52,7 @@ def broken_seed_kernel(tmp_path, monkeypatch):
     """Kernel templates whose seed Jacobi kernel adds B instead of subtracting it."""
     kernels = tmp_path / "kernels"
     shutil.copytree(programs.template_dir(), kernels)
-    seed = kernels / "jacobi_seed.cl.mako"
+    seed = kernels / "jacobi" / "seed.cl.mako"
     text = seed.read_text()
     assert "- rhs[" in text
     seed.write_text(text.replace("- rhs[", "+ rhs["))
@@ -83,7 +83,7 @@ def test_build_error_is_a_fail_line_not_a_crash(tmp_path, monkeypatch):
         pytest.skip("no OpenCL device: pip install 'oclsci[pocl]'")
     kernels = tmp_path / "kernels"
     shutil.copytree(programs.template_dir(), kernels)
-    path = kernels / "jacobi_coalesced.cl.mako"
+    path = kernels / "jacobi" / "coalesced.cl.mako"
     path.write_text(path.read_text().replace("__kernel void", "__kernel void syntax error", 1))
     monkeypatch.setattr(programs, "template_dir", lambda: kernels)
     programs._lookup.cache_clear()

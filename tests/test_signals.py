@@ -24,9 +24,9 @@ from signal_helpers import (
     wait_until_handling,
 )
 
-from oclsci.checkpoint import load_checkpoint
 from oclsci.errors import Interrupted, OutputError
 from oclsci.io import atomic_path, write_outputs
+from oclsci.jacobi.checkpoint import load_checkpoint
 
 ENDLESS = 10**9
 STOPS = [signal.SIGTERM, signal.SIGUSR1, signal.SIGINT]
@@ -250,7 +250,7 @@ def test_stale_temporary_files_of_a_killed_run_are_removed(tmp_path, rhs_file):
 
 def test_api_run_stops_soon_after_it_is_asked(any_compute):
     """run(solver, 10**12, should_stop=...) acts at the next poll, whatever the count."""
-    from oclsci.jacobi import JacobiSolver, run
+    from oclsci.jacobi.solver import JacobiSolver, run
 
     solver = JacobiSolver(any_compute, np.ones((64, 48), dtype=np.float32))
     asked = threading.Event()

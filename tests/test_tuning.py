@@ -10,12 +10,13 @@ import sys
 import numpy as np
 import pytest
 
-from oclsci import jacobi_tuning as tuning
 from oclsci.errors import InputError
-from oclsci.jacobi import KERNEL_NAMES, JacobiSolver
-from oclsci.jacobi_autotune import candidates, predict_seconds_per_step, save_report, tune
-from oclsci.jacobi_reference import jacobi_numpy
-from oclsci.jacobi_tuning import KernelConfig, choose_config, default_config
+from oclsci.jacobi import tuning
+from oclsci.jacobi.reference import jacobi_numpy
+from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver
+from oclsci.jacobi.tuning import KernelConfig, choose_config, default_config
+from oclsci.jacobi.tuning import cache as tuning_cache
+from oclsci.jacobi.tuning.search import candidates, predict_seconds_per_step, save_report, tune
 
 
 @pytest.fixture
@@ -133,7 +134,7 @@ def test_save_is_atomic_and_round_trips(cache):
 def test_corrupt_cache_gives_one_warning_line(cache, capsys, any_compute, content):
     cache.parent.mkdir(parents=True)
     cache.write_bytes(content)
-    tuning._warned.clear()
+    tuning_cache._warned.clear()
     for _ in range(3):
         config = choose_config(any_compute, "auto", np.float32, (266, 400))
         assert config == tuning.device_default(any_compute, tuning.auto_kernel(any_compute),
@@ -178,7 +179,7 @@ def test_malformed_or_unfitting_entries_are_ignored(cache, any_compute, capsys):
                                             "local_w": 8, "local_h": 8}}
     for best in ({"kernel": "coalesced", "params": {"rows_per_item": -1}}, huge,
                  {"kernel": "temporal", "params": {"rows": 1e9}}, "coalesced", [1, 2]):
-        tuning._warned.clear()
+        tuning_cache._warned.clear()
         tuning.save_entry(key, {"best": best, "kernels": {"seed": {"kernel": "coalesced"}}})
         assert choose_config(any_compute, "auto", np.float32, shape).name == \
             tuning.auto_kernel(any_compute)

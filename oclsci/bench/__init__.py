@@ -14,9 +14,16 @@ same run. Modules: :mod:`.core` (timing, checks), :mod:`.runner` (devices, repor
 
 from __future__ import annotations
 
-from .core import Case, Check, FaultyVariant, Timing, compare_arrays
-from .report import schema, to_markdown, validate, write_json, write_markdown, write_plot
-from .runner import SCHEMA_ID, WORKLOADS, failures, parse_workloads, run_bench
+from oclsci.bench.core import Case, Check, FaultyVariant, Timing, compare_arrays
+from oclsci.bench.report import (
+    schema,
+    to_markdown,
+    validate,
+    write_json,
+    write_markdown,
+    write_plot,
+)
+from oclsci.bench.runner import SCHEMA_ID, WORKLOADS, failures, parse_workloads, run_bench
 
 __all__ = [
     "Case", "Check", "FaultyVariant", "Timing", "compare_arrays", "schema", "to_markdown",

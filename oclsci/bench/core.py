@@ -20,8 +20,8 @@ from typing import Any, Protocol
 import numpy as np
 import pyopencl as cl
 
-from .. import signals
-from ..errors import OclsciError
+from oclsci.errors import OclsciError
+from oclsci.runtime import signals
 
 # Errors that mark one variant as failed to run (build failure, out of memory, an API that
 # changed...) rather than stopping the whole benchmark: the table shows the message.

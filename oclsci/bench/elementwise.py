@@ -3,7 +3,7 @@
 A purely memory-bound kernel (12 bytes per element: read x and y, write y), the closest thing
 to the copy bandwidth a real computation gets. One "iteration" is one axpy call; every call
 updates the same y, so results after k calls are ``y0 + k*a*x`` (checked against NumPy).
-Variants: NumPy (``y += a*x``), oclsci's ``axpy`` (:mod:`oclsci.elementwise_ops`) and two
+Variants: NumPy (``y += a*x``), oclsci's ``axpy`` (:mod:`oclsci.elementwise.ops`) and two
 code-generation variants of it, and PyOpenCL's own ``ElementwiseKernel`` for comparison.
 """
 
@@ -17,8 +17,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from ..pacing import Pacer
-from .core import Case, Timing, compare_arrays
+from oclsci.bench.core import Case, Timing, compare_arrays
+from oclsci.runtime.pacing import Pacer
 
 DTYPE = np.dtype(np.float32)
 ALPHA = np.float32(0.5)
@@ -111,13 +111,13 @@ def pyopencl_variant(compute, vectors: DeviceVectors) -> DeviceAxpy:
 
 
 def oclsci_variants(compute, vectors: DeviceVectors) -> list:
-    """oclsci's ready-made ``axpy`` (:mod:`oclsci.elementwise_ops`) and two code-generation
+    """oclsci's ready-made ``axpy`` (:mod:`oclsci.elementwise.ops`) and two code-generation
     variants of it: ``a*x + y`` fused into ``fma``, and 4 elements per work-item."""
-    from ..elementwise_ops import AXPY
+    from oclsci.elementwise.ops import AXPY
 
     variants = []
     for name, kernel, what in (
-            ("oclsci-axpy", AXPY, "oclsci.elementwise_ops.axpy (ElementwiseKernel, "
+            ("oclsci-axpy", AXPY, "oclsci.elementwise.ops.axpy (ElementwiseKernel, "
                                   "one element per work-item, no fma)"),
             ("oclsci-axpy-fma", AXPY.variant(fp_contract=True),
              "the same with fp_contract: a*x + y fused into fma"),
@@ -142,7 +142,7 @@ def cases(compute, quick: bool = False) -> tuple[list[Case], list[str]]:
     try:
         variants = [*oclsci_variants(compute, vectors), *variants]
     except ImportError as error:
-        notes.append(f"oclsci.elementwise_ops is not available ({error}): PyOpenCL only")
+        notes.append(f"oclsci.elementwise.ops is not available ({error}): PyOpenCL only")
     notes.append(f"one iteration is one axpy call on {size} elements "
                  f"({size * 4 / 2**20:.0f} MiB per vector)")
     return [Case(

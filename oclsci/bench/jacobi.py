@@ -11,13 +11,13 @@ import warnings
 import numpy as np
 import pyopencl as cl
 
-from .. import programs
-from ..jacobi import KERNEL_NAMES, JacobiSolver, run
-from ..jacobi_reference import jacobi_step, laplacian
-from ..jacobi_tuning import choose_config, round_up
-from ..pacing import Pacer
-from ..picture import builtin_picture
-from .core import Case, Timing, compare_arrays, host_timed
+from oclsci.bench.core import Case, Timing, compare_arrays, host_timed
+from oclsci.jacobi.picture import builtin_picture
+from oclsci.jacobi.reference import jacobi_step, laplacian
+from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver, run
+from oclsci.jacobi.tuning import choose_config, round_up
+from oclsci.runtime import programs
+from oclsci.runtime.pacing import Pacer
 
 SEED_ITERATIONS = 150000
 QUICK_ITERATIONS = 1000
@@ -89,7 +89,7 @@ class SeedLoopJacobi:
 
     def __init__(self, compute, rhs: np.ndarray):
         self.compute, self.rhs = compute, np.asarray(rhs, dtype=DTYPE)
-        self.program = programs.build_program(compute, "jacobi_seed", dtype=DTYPE)
+        self.program = programs.build_program(compute, "jacobi/seed", dtype=DTYPE)
 
     def run(self, iterations: int) -> Timing:
         m, n = self.rhs.shape

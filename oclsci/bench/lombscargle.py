@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from .core import Case, Check, Timing, host_timed
+from oclsci.bench.core import Case, Check, Timing, host_timed
 
 SEED_CASE = (2**10, 2**20)
 QUICK_CASE = (2**10, 2**14)
@@ -62,7 +62,7 @@ class ScipyLombScargle:
                                 f"{max(1, SCIPY_BLOCK_PAIRS // x.size)} frequencies; one "
                                 "timed call, shared by the float32 and float64 tables")
         except ImportError:
-            from ..signal import lombscargle_numpy as function
+            from oclsci.signal import lombscargle_numpy as function
 
             self.description = "oclsci.signal.lombscargle_numpy (SciPy's algorithm; no SciPy)"
         self.function = function
@@ -94,7 +94,7 @@ class OpenclLombScargle:
 
     def __init__(self, compute: Any, inputs: tuple, dtype: str, variant: str,
                  fast_math: bool = False):
-        from ..signal import VARIANTS
+        from oclsci.signal import VARIANTS
 
         self.compute, self.inputs, self.dtype = compute, inputs, dtype
         self.variant, self.fast_math = variant, fast_math
@@ -122,7 +122,7 @@ class OpenclLombScargle:
         """The first call (the bench's warm-up) includes the plan and the program build (from
         PyOpenCL's disk cache when warm); its time goes into the description."""
         if self.plan is None:
-            from ..signal import Periodogram
+            from oclsci.signal import Periodogram
 
             started = time.perf_counter()
             self.plan = Periodogram(self.compute, *self.inputs, dtype=self.dtype,
@@ -169,8 +169,8 @@ def sincos_bound(compute: Any, pairs: float) -> str | None:
 
 def registers(compute: Any, dtype: str, fast_math: bool) -> str | None:
     """Registers per work-item of the kept kernel where the driver says (NVIDIA's -nv-verbose)."""
-    from .. import programs
-    from ..signal import VARIANTS
+    from oclsci.runtime import programs
+    from oclsci.signal import VARIANTS
 
     if "nvidia" not in compute.platform.name.lower():
         return None
@@ -190,7 +190,7 @@ def registers(compute: Any, dtype: str, fast_math: bool) -> str | None:
 FRESH_PROCESS = """
 import json, sys, time
 t0 = time.perf_counter()
-from oclsci.device import create_context
+from oclsci.runtime.device import create_context
 from oclsci.bench.lombscargle import seed_inputs
 from oclsci.signal import Periodogram
 compute = create_context({spec!r})
@@ -231,7 +231,7 @@ def fresh_process_first_call(compute: Any, samples: int, frequencies: int, dtype
 
 def cases(compute: Any, quick: bool = False) -> tuple[list[Case], list[str]]:
     """The seed's case in float32 and float64 (smaller with ``quick``)."""
-    from ..signal import VARIANTS, float32_bound
+    from oclsci.signal import VARIANTS, float32_bound
 
     samples, frequencies = QUICK_CASE if quick else SEED_CASE
     inputs = seed_inputs(samples, frequencies)

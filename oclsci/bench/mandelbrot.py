@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from .core import Case, Check, Timing, host_timed
+from oclsci.bench.core import Case, Check, Timing, host_timed
 
 QUICK_SIZE = (600, 500)
 # Pixels whose escape count may differ from NumPy's (float rounding at the set's edge).
@@ -44,7 +44,7 @@ class NumpyMandelbrot:
     description = "NumPy on the host: the seed's masked loop, complex64"
 
     def __init__(self, params: dict):
-        from ..mandelbrot_reference import mandelbrot_numpy
+        from oclsci.mandelbrot.reference import mandelbrot_numpy
 
         self.params, self.function = params, mandelbrot_numpy
 
@@ -61,7 +61,7 @@ class RendererMandelbrot:
 
     def __init__(self, compute, params: dict, *, copy_back: bool,
                  vector_width: int | None = None):
-        from ..mandelbrot import MandelbrotRenderer, default_vector_width
+        from oclsci.mandelbrot.renderer import MandelbrotRenderer, default_vector_width
 
         self.compute, self.params = compute, params
         self.copy_back, self.vector_width = copy_back, vector_width
@@ -101,7 +101,7 @@ class RendererMandelbrot:
 def cases(compute, quick: bool = False) -> tuple[list[Case], list[str]]:
     """The seed's Mandelbrot case (smaller with ``quick``), or a note when unavailable."""
     try:
-        from ..mandelbrot import DEFAULTS, default_vector_width
+        from oclsci.mandelbrot.renderer import DEFAULTS, default_vector_width
     except ImportError as error:
         return [], [f"oclsci.mandelbrot is not available ({error})"]
     params = {k: v for k, v in DEFAULTS.items() if k != "maxiter"}

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .core import VARIANT_ERRORS, Case, Check, Timing, Variant, finite_only
+from oclsci.bench.core import VARIANT_ERRORS, Case, Check, Timing, Variant, finite_only
 
 
 @dataclass(frozen=True)

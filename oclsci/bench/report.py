@@ -7,8 +7,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..io import atomic_path
+from oclsci.errors import InputError
+from oclsci.io import atomic_path
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 PLOT_HELP = "--plot needs matplotlib: pip install 'oclsci[plot]'"

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from .. import __version__
-from ..device import create_context
-from ..errors import InputError
-from .core import VARIANT_ERRORS, Case, FaultyVariant, Progress
-from .measure import FULL, QUICK, run_case
+from oclsci import __version__
+from oclsci.bench.core import VARIANT_ERRORS, Case, FaultyVariant, Progress
+from oclsci.bench.measure import FULL, QUICK, run_case
+from oclsci.errors import InputError
+from oclsci.runtime.device import create_context
 
 SCHEMA_ID = "oclsci-bench/1"
 # Workload name -> module of this package with ``cases(compute, quick) -> (cases, skipped)``.

@@ -13,9 +13,9 @@ import sys
 
 import click
 
-from .. import __version__
-from ..errors import KernelBuildError, OclsciError
-from ..signals import EXIT_SIGNAL_BASE, SignalExit, install_exit_handlers
+from oclsci import __version__
+from oclsci.errors import KernelBuildError, OclsciError
+from oclsci.runtime.signals import EXIT_SIGNAL_BASE, SignalExit, install_exit_handlers
 
 # Command name -> module defining a click command of the same name.
 COMMANDS = {

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..device import empty_platforms, list_devices
+from oclsci.runtime.device import empty_platforms, list_devices
 
 
 def _gib(nbytes: int) -> str:
@@ -20,8 +20,8 @@ def devices_command(as_json: bool) -> None:
     devices = list_devices()
     empty = empty_platforms()
     if not devices:
-        from ..device import get_platforms, no_device_message
-        from ..errors import NoPlatformError
+        from oclsci.errors import NoPlatformError
+        from oclsci.runtime.device import get_platforms, no_device_message
 
         raise NoPlatformError(no_device_message(get_platforms()))
     if as_json:

@@ -10,11 +10,11 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from ..device import create_context
-from ..elementwise import TYPE_NAMES
-from ..elementwise_ops import OPS
-from ..errors import InputError, OclsciError
-from .options import device_option, quiet_option
+from oclsci.cli.options import device_option, quiet_option
+from oclsci.elementwise.kernels import TYPE_NAMES
+from oclsci.elementwise.ops import OPS
+from oclsci.errors import InputError, OclsciError
+from oclsci.runtime.device import create_context
 
 
 class CheckFailed(OclsciError):

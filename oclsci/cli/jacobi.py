@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 import click
 import numpy as np
 
-from ..errors import InputError, Interrupted
-from ..signals import StopFlag
-from .options import device_option, quiet_option
+from oclsci.cli.options import device_option, quiet_option
+from oclsci.errors import InputError, Interrupted
+from oclsci.runtime.signals import StopFlag
 
 OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
 
@@ -29,10 +29,10 @@ class Problem:
 
 def load_problem(input_path: str | None, resume: str | None) -> Problem:
     """Read the input file, the built-in picture, or a checkpoint to resume."""
-    from ..checkpoint import load_checkpoint
-    from ..io import read_array
-    from ..jacobi_reference import laplacian
-    from ..picture import builtin_picture
+    from oclsci.io import read_array
+    from oclsci.jacobi.checkpoint import load_checkpoint
+    from oclsci.jacobi.picture import builtin_picture
+    from oclsci.jacobi.reference import laplacian
 
     if resume:
         state = load_checkpoint(resume)
@@ -99,8 +99,8 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
     reconstruction error. Exit code 75 means a signal stopped the run after writing the
     checkpoint: rerun with --resume to finish.
     """
-    from ..checkpoint import checkpoint_dtype
-    from ..mpi import mpi_world
+    from oclsci.jacobi.checkpoint import checkpoint_dtype
+    from oclsci.mpi import mpi_world
 
     explicit_dtype = dtype
     if dtype is None:  # a resumed run goes on in its checkpoint's dtype
@@ -111,7 +111,7 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
     prepare = lambda: _prepare(input_path, resume, explicit_dtype, **options)  # noqa: E731
     world = mpi_world()  # None without MPI or in a world of one rank
     if world is not None:  # several ranks: rank 0 prepares, every rank solves a slab
-        from ..mpi import jacobi_distributed
+        from oclsci.mpi import jacobi_distributed
 
         jacobi_distributed(world, prepare, **options)
         return
@@ -121,8 +121,8 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
 def _prepare(input_path, resume, explicit_dtype, *, output, iterations, tol, check_every,
              kernel, checkpoint, checkpoint_every, compare, dtype, **_) -> Problem:
     """Check the options and read the problem (on rank 0 only under MPI)."""
-    from ..io import check_distinct_outputs, check_output_path
-    from ..jacobi import KERNEL_NAMES, MAX_ITERATIONS, check_fits, validate_rhs
+    from oclsci.io import check_distinct_outputs, check_output_path
+    from oclsci.jacobi.solver import KERNEL_NAMES, MAX_ITERATIONS, check_fits, validate_rhs
 
     if not 0 <= iterations <= MAX_ITERATIONS:
         raise InputError(f"--iterations must be between 0 and 2**53, got {iterations}")
@@ -153,10 +153,10 @@ def _prepare(input_path, resume, explicit_dtype, *, output, iterations, tol, che
 
 def _solve(problem: Problem, *, output, iterations, tol, check_every, dtype, kernel, device,
            checkpoint, checkpoint_every, compare, quiet) -> None:
-    from ..checkpoint import Checkpoint, save_checkpoint
-    from ..device import create_context
-    from ..io import side_by_side, write_array, write_image, write_outputs
-    from ..jacobi import JacobiSolver, check_finite, run, validate_rhs
+    from oclsci.io import side_by_side, write_array, write_image, write_outputs
+    from oclsci.jacobi.checkpoint import Checkpoint, save_checkpoint
+    from oclsci.jacobi.solver import JacobiSolver, check_finite, run, validate_rhs
+    from oclsci.runtime.device import create_context
 
     validate_rhs(problem.rhs)
 
@@ -234,9 +234,9 @@ def print_summary(compute, solver, result, problem: Problem, x: np.ndarray) -> N
               help="Laplacian: .npy (float64, exact) or .png/.pgm (scaled to 8 bits).")
 def laplacian_command(image, output):
     """Write the 5-point Laplacian of IMAGE (zero boundary): `jacobi` of it returns IMAGE."""
-    from ..io import check_output_path, read_array, write_array
-    from ..jacobi import check_finite, validate_rhs
-    from ..jacobi_reference import laplacian
+    from oclsci.io import check_output_path, read_array, write_array
+    from oclsci.jacobi.reference import laplacian
+    from oclsci.jacobi.solver import check_finite, validate_rhs
 
     check_output_path(output, OUTPUT_SUFFIXES)
     rhs = validate_rhs(read_array(image))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..signals import StopFlag
-from .options import device_option, quiet_option
+from oclsci.cli.options import device_option, quiet_option
+from oclsci.runtime.signals import StopFlag
 
 
 @click.command("lombscargle")
@@ -33,8 +33,8 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     INPUT: a .npy array of shape (2, N) or (N, 2), or a two-column text/CSV file. Under
     mpiexec the frequencies are shared out over the ranks, with the same result.
     """
-    from ..mpi import mpi_world
-    from ..signal.files import check_output, parse_freqs, read_samples, write_periodogram
+    from oclsci.mpi import mpi_world
+    from oclsci.signal.files import check_output, parse_freqs, read_samples, write_periodogram
 
     out_path = check_output(output)
     times, values = read_samples(input_path)
@@ -46,7 +46,7 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     # run (128 + N, nothing written).
     with StopFlag(raising=True) as stop:
         if world is not None:
-            from ..mpi.lombscargle import lombscargle_distributed
+            from oclsci.mpi.lombscargle import lombscargle_distributed
 
             compute, pgram, seconds = lombscargle_distributed(
                 world, times, values, freqs, device=device, quiet=quiet, **options)
@@ -54,8 +54,8 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
                 return
             launches = None
         else:
-            from ..device import create_context
-            from ..signal import Periodogram
+            from oclsci.runtime.device import create_context
+            from oclsci.signal import Periodogram
 
             compute = create_context(device, quiet=quiet)
             plan = Periodogram(compute, times, values, freqs, **options)

@@ -7,11 +7,11 @@ import time
 
 import click
 
-from ..device import create_context
-from ..errors import InputError
-from ..mandelbrot import DEFAULTS, MandelbrotRenderer, parse_horizon, validate
-from ..signals import StopFlag
-from .options import device_option, dtype_option, quiet_option
+from oclsci.cli.options import device_option, dtype_option, quiet_option
+from oclsci.errors import InputError
+from oclsci.mandelbrot.renderer import DEFAULTS, MandelbrotRenderer, parse_horizon, validate
+from oclsci.runtime.device import create_context
+from oclsci.runtime.signals import StopFlag
 
 
 @click.command("mandelbrot")
@@ -48,7 +48,7 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     colouring shaded like the seed's picture (hot colour map, light source)."""
     if repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {repeat}")
-    from ..io import check_distinct_outputs, check_output_path
+    from oclsci.io import check_distinct_outputs, check_output_path
 
     image_path = None if no_image else output
     # Refuse unusable outputs before anything is computed.
@@ -59,11 +59,11 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     # Refuse bad parameters before anything is printed or computed.
     validate(width, height, maxiter, xmin, xmax, ymin, ymax, horizon_value, dtype)
     want_smooth = image_path is not None
-    from ..mpi import mpi_world
+    from oclsci.mpi import mpi_world
 
     world = mpi_world()  # None without MPI or in a world of one rank
     if world is not None:  # several ranks: each renders bands of rows, rank 0 gathers them
-        from ..mpi import mandelbrot_distributed
+        from oclsci.mpi import mandelbrot_distributed
 
         compute, plan, results = mandelbrot_distributed(
             world, device=device, quiet=quiet, repeat=repeat, want_smooth=want_smooth,
@@ -83,14 +83,14 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     written = []
     render_seconds = 0.0
     if image_path is not None:
-        from ..render import shade, write_png
+        from oclsci.mandelbrot.shading import shade, write_png
 
         start = time.perf_counter()
         write_png(image_path, shade(result.smooth, renderer=renderer))
         render_seconds = time.perf_counter() - start
         written.append(image_path)
     if counts_path is not None:
-        from ..render import write_npy
+        from oclsci.mandelbrot.shading import write_npy
 
         write_npy(counts_path, result.counts)
         written.append(counts_path)

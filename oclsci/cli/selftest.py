@@ -7,11 +7,11 @@ import time
 
 import click
 
-from ..device import create_context
-from ..errors import OclsciError
-from ..io import atomic_path
-from ..selftest import selftest, summary
-from .options import device_option
+from oclsci.cli.options import device_option
+from oclsci.errors import OclsciError
+from oclsci.io import atomic_path
+from oclsci.runtime.device import create_context
+from oclsci.selftest import selftest, summary
 
 
 class SelftestFailed(OclsciError):

@@ -1,6 +1,6 @@
 """``oclsci tune``: find the fastest exact Jacobi kernel configuration for a device, and cache it.
 
-The search (:func:`oclsci.jacobi_autotune.tune`) tries tile shapes, steps per launch and
+The search (:func:`oclsci.jacobi.tuning.search.tune`) tries tile shapes, steps per launch and
 work-group shapes within a time budget, checks every candidate bit for bit, and stores the
 winners in the tuning cache (``$OCLSCI_TUNE_CACHE``, else ``$XDG_CACHE_HOME/oclsci/tuning.json``,
 else ``~/.cache/oclsci/tuning.json``) under the device, its driver, oclsci's version, the dtype
@@ -15,8 +15,8 @@ import re
 
 import click
 
-from ..errors import InputError
-from .options import device_option, dtype_option, quiet_option
+from oclsci.cli.options import device_option, dtype_option, quiet_option
+from oclsci.errors import InputError
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -49,8 +49,8 @@ def tune_command(device, size, dtype, budget, kernels, no_save, as_json, quiet):
     """Time candidate Jacobi kernel configurations on a device; cache the fastest exact one."""
     import numpy as np
 
-    from ..device import create_context
-    from ..jacobi_autotune import save_report, tune
+    from oclsci.jacobi.tuning.search import save_report, tune
+    from oclsci.runtime.device import create_context
 
     if not (budget > 0 and math.isfinite(budget)):
         raise InputError(f"--budget must be a positive number of seconds, got {budget}")

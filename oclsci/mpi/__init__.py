@@ -22,11 +22,22 @@ abort), :mod:`.slabs` (decomposition, :class:`SlabHalo`), :mod:`.jacobi`
 
 from __future__ import annotations
 
-from ..errors import InputError, OclsciError
-from .jacobi import DistributedJacobi, RowSource, gather_rows, jacobi_distributed, scatter_rows
-from .lombscargle import lombscargle_distributed
-from .mandelbrot import DEFAULT_BANDS_PER_RANK, gather_bands, mandelbrot_distributed, rank_bands
-from .slabs import (
+from oclsci.errors import InputError, OclsciError
+from oclsci.mpi.jacobi import (
+    DistributedJacobi,
+    RowSource,
+    gather_rows,
+    jacobi_distributed,
+    scatter_rows,
+)
+from oclsci.mpi.lombscargle import lombscargle_distributed
+from oclsci.mpi.mandelbrot import (
+    DEFAULT_BANDS_PER_RANK,
+    gather_bands,
+    mandelbrot_distributed,
+    rank_bands,
+)
+from oclsci.mpi.slabs import (
     DEFAULT_MIN_EXCHANGE_STEPS,
     Decomposition,
     Slab,
@@ -34,7 +45,7 @@ from .slabs import (
     exchange_period,
     split_rows,
 )
-from .world import (
+from oclsci.mpi.world import (
     MAX_MESSAGE_BYTES,
     PRESENCE_VARIABLES,
     SIZE_VARIABLES,

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from .slabs import Decomposition, SlabHalo, exchange_period
-from .world import TAG_GATHER, TAG_SCATTER, World, _agreed, _test_failure
+from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
+from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed, _test_failure
 
 # --------------------------------------------------------------------------------------------
 # A distributed Jacobi solve
@@ -64,7 +64,7 @@ class DistributedJacobi:
                  x0: Any = None, *, dtype: Any = np.float32, kernel: str = "auto",
                  config: Any = None, exchange_every: int | None = None,
                  data_dtypes: tuple[str, str | None] | None = None):
-        from ..jacobi import JacobiSolver, choose_fitting_config
+        from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
 
         self.world = world
         self.compute = compute
@@ -112,7 +112,7 @@ class DistributedJacobi:
 
     def run(self, iterations: int, **options: Any) -> Any:
         """:func:`oclsci.jacobi.run` with this rank's halo (collective)."""
-        from ..jacobi import run
+        from oclsci.jacobi.solver import run
 
         return run(self.solver, iterations, halo=self.halo, **options)
 
@@ -158,12 +158,12 @@ def jacobi_distributed(world: World, prepare: Callable[[], Any], *, output, iter
 
 def _jacobi_distributed(world: World, prepare, *, output, iterations, tol, check_every, dtype,
                         kernel, device, checkpoint, checkpoint_every, compare, quiet) -> None:
-    from ..checkpoint import Checkpoint, save_checkpoint
-    from ..cli.jacobi import StopFlag, _progress_bar, print_summary
-    from ..device import create_context
-    from ..errors import Interrupted
-    from ..io import side_by_side, write_array, write_image
-    from ..jacobi import check_finite, validate_rhs
+    from oclsci.cli.jacobi import StopFlag, _progress_bar, print_summary
+    from oclsci.errors import Interrupted
+    from oclsci.io import side_by_side, write_array, write_image
+    from oclsci.jacobi.checkpoint import Checkpoint, save_checkpoint
+    from oclsci.jacobi.solver import check_finite, validate_rhs
+    from oclsci.runtime.device import create_context
 
     def read_input():
         if not world.is_root:

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .mandelbrot import gather_bands, rank_bands
-from .world import World
+from oclsci.mpi.mandelbrot import gather_bands, rank_bands
+from oclsci.mpi.world import World
 
 
 def lombscargle_distributed(world: World, times: np.ndarray, values: np.ndarray,
@@ -29,8 +29,8 @@ def lombscargle_distributed(world: World, times: np.ndarray, values: np.ndarray,
 
 
 def _distributed(world: World, times, values, freqs, *, device, quiet, **options):
-    from ..device import create_context
-    from ..signal import Periodogram
+    from oclsci.runtime.device import create_context
+    from oclsci.signal import Periodogram
 
     compute = world.agree(create_context, device, quiet=True, local_rank=world.local_rank)
     banners = world.comm.gather(f"oclsci: rank {world.rank}: " +

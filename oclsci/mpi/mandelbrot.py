@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .slabs import split_rows
-from .world import TAG_GATHER, World
+from oclsci.mpi.slabs import split_rows
+from oclsci.mpi.world import TAG_GATHER, World
 
 
 def rank_bands(height: int, parts: int, rank: int,
@@ -83,8 +83,8 @@ def mandelbrot_distributed(world: World, *, device: str | None, quiet: bool, rep
 
 def _mandelbrot_distributed(world: World, *, device, quiet, repeat, want_smooth, bands_per_rank,
                             **params):
-    from ..device import create_context
-    from ..mandelbrot import MandelbrotRenderer, MandelbrotResult, MandelbrotTimings
+    from oclsci.mandelbrot.renderer import MandelbrotRenderer, MandelbrotResult, MandelbrotTimings
+    from oclsci.runtime.device import create_context
 
     if bands_per_rank is None:
         text = os.environ.get("OCLSCI_MPI_BANDS", "").strip()

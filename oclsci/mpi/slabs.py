@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from .world import TAG_HALO, World, _test_failure
+from oclsci.errors import InputError
+from oclsci.mpi.world import TAG_HALO, World, _test_failure
 
 # Steps between exchanges when the kernel does one step per launch (seed, coalesced).
 DEFAULT_MIN_EXCHANGE_STEPS = 8

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, OclsciError
+from oclsci.errors import InputError, OclsciError
 
 # Launcher variables holding the number of ranks, in order of trust.
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
@@ -184,7 +184,7 @@ class World:
     @property
     def local_rank(self) -> int:
         """This rank's index among the ranks of its node that share its GPUs (collective the
-        first time): see :mod:`oclsci.binding`."""
+        first time): see :mod:`oclsci.runtime.binding`."""
         if self._local_rank is None:
             self._local_rank, self._local_ranks = self._gpu_group()
         return self._local_rank
@@ -200,8 +200,8 @@ class World:
 
         Node names come from Slurm when it runs the job (several slurmd may share a host), in
         the launcher's node-local rank order (SLURM_LOCALID...), else in world rank order."""
-        from ..binding import node_name, visible_gpus
-        from ..device import node_local_rank
+        from oclsci.runtime.binding import node_name, visible_gpus
+        from oclsci.runtime.device import node_local_rank
 
         local = node_local_rank()
         me = (node_name(), visible_gpus()[1])

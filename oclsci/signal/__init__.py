@@ -6,8 +6,14 @@
 
 from __future__ import annotations
 
-from .lombscargle import DEFAULT_VARIANT, VARIANTS, Periodogram, float32_bound, lombscargle
-from .reference import lombscargle_numpy
+from oclsci.signal.lombscargle import (
+           DEFAULT_VARIANT,
+           VARIANTS,
+           Periodogram,
+           float32_bound,
+           lombscargle,
+)
+from oclsci.signal.reference import lombscargle_numpy
 
 __all__ = ["DEFAULT_VARIANT", "VARIANTS", "float32_bound", "Periodogram", "lombscargle",
            "lombscargle_numpy"]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..io import atomic_path, check_output_path, existing_file, read_npy
+from oclsci.errors import InputError
+from oclsci.io import atomic_path, check_output_path, existing_file, read_npy
 
 OUTPUT_SUFFIXES = (".npy", ".csv", ".png")
 PLOT_HELP = "a .png output needs matplotlib: pip install 'oclsci[plot]'"

@@ -22,10 +22,10 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from .. import programs
-from ..device import ComputeContext, as_compute_context
-from ..errors import InputError, Interrupted
-from ..jacobi_checks import check_dtype
+from oclsci.errors import InputError, Interrupted
+from oclsci.jacobi.checks import check_dtype
+from oclsci.runtime import programs
+from oclsci.runtime.device import ComputeContext, as_compute_context
 
 # The seed's tuning steps as kernel configurations (docs/lombscargle.md); "auto" is the default.
 # vector_width 0: the device's preferred width (CPUs), at least 4 (float32) or 2 (float64).

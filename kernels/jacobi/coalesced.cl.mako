@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   One Jacobi step with work-item dimension 0 along the contiguous axis (columns), so that
   neighbouring work-items read neighbouring addresses (coalesced on GPUs, vectorised by PoCL).

@@ -7,10 +7,10 @@ Two regimes, whatever the terminal:
   the CLI exits with 128 + the signal's number.
 - During a computation (``with StopFlag() as stop:``) the stop signals are blocked in the main
   thread and collected by polling ``stop()`` at the host's synchronisation points (see
-  :mod:`oclsci.pacing`). Threads that OpenCL drivers start inside the block inherit the mask,
-  so no driver thread takes the signal, and PoCL's LLVM, which installs its own handlers while
-  it compiles (and drops SIGUSR1), never sees one: a signal sent during a kernel build stays
-  pending and is acted on as soon as the build ends.
+  :mod:`oclsci.runtime.pacing`). Threads that OpenCL drivers start inside the block inherit
+  the mask, so no driver thread takes the signal, and PoCL's LLVM, which installs its own
+  handlers while it compiles (and drops SIGUSR1), never sees one: a signal sent during a
+  kernel build stays pending and is acted on as soon as the build ends.
 
 The first stop signal wins: once one is taken, the others are ignored until the process ends,
 so that a second SIGTERM cannot interrupt the checkpoint that the first one asked for.

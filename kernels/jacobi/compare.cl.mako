@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   Counts the interior cells whose bits differ between two padded grids a and b (the tuner's
   exactness check, on the device so that large grids need not be read back).

@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   The seed talk's PyOpenCL kernel, kept as written for comparison: work-item dimension 0 runs
   along rows (i), so neighbouring work-items touch memory a whole row apart.

@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   Temporal blocking in registers, for GPUs. A work-group of local_w x local_h work-items owns
   a span of (local_h * rows) x (local_w * cols) cells; each work-item keeps its own block of

@@ -3,7 +3,7 @@
 For each pixel ``c = x + i*y`` (``x``, ``y`` from ``np.linspace`` in the chosen precision),
 ``z`` starts at 0 and, for ``n`` in ``0 .. maxiter-1``: once ``|z| >= horizon`` the pixel stops
 (``z`` keeps its value); otherwise ``count = n`` and ``z = z*z + c``. Counts equal to
-``maxiter - 1`` become 0. This is :func:`oclsci.mandelbrot_reference.mandelbrot_numpy`, the seed's
+``maxiter - 1`` become 0. This is :func:`oclsci.mandelbrot.reference.mandelbrot_numpy`, the seed's
 code, computed by one kernel. The smooth (normalised) count is
 ``count + 1 - log2(log|z|) + log2(log(horizon))`` with NaN -> 0 and +-inf -> the largest finite
 value, as ``np.nan_to_num``.
@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from . import programs
-from .device import ComputeContext, Stopwatch, as_compute_context
-from .errors import InputError
-from .jacobi_checks import check_dtype
-from .mandelbrot_reference import coordinates, log_horizon_of
-from .pacing import Pacer
+from oclsci.errors import InputError
+from oclsci.jacobi.checks import check_dtype
+from oclsci.mandelbrot.reference import coordinates, log_horizon_of
+from oclsci.runtime import programs
+from oclsci.runtime.device import ComputeContext, Stopwatch, as_compute_context
+from oclsci.runtime.pacing import Pacer
 
 DEFAULTS = {
     "width": 1500, "height": 1250, "maxiter": 400,
@@ -313,9 +313,9 @@ class MandelbrotRenderer:
     def run(self, want_z: bool = False, want_smooth: bool = True) -> MandelbrotResult:
         """Compute the image (or band); copy back the counts and the arrays asked for.
 
-        Long images (large ``maxiter``) go in bands of rows, paced (:mod:`oclsci.pacing`) so
+        Long images (large ``maxiter``) go in bands of rows, paced (:mod:`oclsci.runtime.pacing`) so
         that the host is at most a fraction of a second ahead and a signal stops the run
-        between bands (see :mod:`oclsci.signals`).
+        between bands (see :mod:`oclsci.runtime.signals`).
         """
         wall = time.perf_counter()
         queue = self.compute.queue

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .errors import DeviceError
+from oclsci.errors import DeviceError
 
 POCL_PLATFORM_NAME = "portable computing language"
 # Free space PoCL needs in its cache to build a program (a program's cache entry is a few MB).

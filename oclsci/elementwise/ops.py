@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .elementwise import ElementwiseKernel
+from oclsci.elementwise.kernels import ElementwiseKernel
 
 INCREMENT = ElementwiseKernel("T x, T value", "T x", "x = x + value", "increment")
 MULTIPLY_THEM = ElementwiseKernel("T a, T b", "T dest", "dest = a * b", "multiply_them")

@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   Partial sums of the squared residual r = (x_up + x_down + x_left + x_right - 4 x) - rhs over
   padded rows first_row .. first_row+rows-1, one per work-group (group_size work-items, a power of two), in acc_t.

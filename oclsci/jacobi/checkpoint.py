@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
-from .io import atomic_path
-from .jacobi_checks import MAX_ITERATIONS
+from oclsci.errors import InputError
+from oclsci.io import atomic_path
+from oclsci.jacobi.checks import MAX_ITERATIONS
 
 FORMAT_VERSION = 1
 

@@ -3,7 +3,7 @@
 ``X[i,j] <- 0.25 * (X[i-1,j] + X[i+1,j] + X[i,j-1] + X[i,j+1] - B[i,j])`` with X padded by a
 ring of zeros and initialised with B inside, as in the seed talk. Every kernel evaluates the
 same operations in the same order as NumPy, so results agree bit for bit with
-:func:`oclsci.jacobi_reference.jacobi_numpy`.
+:func:`oclsci.jacobi.reference.jacobi_numpy`.
 
 The solver is MPI-free: a distributed run (see :mod:`oclsci.mpi`) passes a ``halo`` object to
 :func:`run` that exchanges rows between launches and sums residuals over ranks.
@@ -19,10 +19,8 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from . import programs
-from .device import ComputeContext, as_compute_context
-from .errors import ArgumentTypeError, InputError, Interrupted, InvalidArgumentError
-from .jacobi_checks import (
+from oclsci.errors import ArgumentTypeError, InputError, Interrupted, InvalidArgumentError
+from oclsci.jacobi.checks import (
     MAX_ITERATIONS,  # noqa: F401 - re-exported for the commands
     check_dtype,
     check_finite,
@@ -31,9 +29,11 @@ from .jacobi_checks import (
     check_run_options,
     validate_grid,
 )
-from .jacobi_tuning import KERNELS, MULTI_STEP, KernelConfig, choose_config, device_candidates
-from .launcher import Launch
-from .pacing import Pacer
+from oclsci.jacobi.tuning import KERNELS, MULTI_STEP, KernelConfig, choose_config, device_candidates
+from oclsci.runtime import programs
+from oclsci.runtime.device import ComputeContext, as_compute_context
+from oclsci.runtime.launch import Launch
+from oclsci.runtime.pacing import Pacer
 
 KERNEL_NAMES = KERNELS
 # Launches enqueued between throttling events (see JacobiSolver.advance).
@@ -66,7 +66,7 @@ def choose_fitting_config(compute: ComputeContext, kernel: str, dtype: Any,
     dtype = np.dtype(dtype)
     candidates = _candidates(compute, kernel, dtype, shape)
     for config in candidates:
-        built = programs.new_kernel(compute, f"jacobi_{config.name}",
+        built = programs.new_kernel(compute, f"jacobi/{config.name}",
                                     **dict(config.template_params(), dtype=dtype))
         if config.work_group_size() <= programs.kernel_work_group_size(compute, built):
             return config
@@ -163,13 +163,13 @@ class JacobiSolver:
         for source in (0, 1):
             args = (self.x_buffers[1 - source], self.x_buffers[source], self.rhs_buffer,
                     *grid_args, *extra)
-            kernel = programs.new_kernel(self.compute, f"jacobi_{config.name}", **params)
+            kernel = programs.new_kernel(self.compute, f"jacobi/{config.name}", **params)
             if source == 0:
                 self._check_kernel_work_group(kernel)
             kernel.set_args(*args)
             self._launches.append(Launch(queue, kernel, self.global_size, self.local_size))
             if config.name in MULTI_STEP:
-                remainder = programs.new_kernel(self.compute, f"jacobi_{config.name}", **params)
+                remainder = programs.new_kernel(self.compute, f"jacobi/{config.name}", **params)
                 remainder.set_args(*args)
                 self._remainder_launches.append(
                     Launch(queue, remainder, self.global_size, self.local_size))
@@ -271,7 +271,7 @@ class JacobiSolver:
         if rows <= 0:
             return 0.0
         acc_dtype = np.float64 if self.compute.supports_fp64 else np.float32
-        kernel = programs.get_kernel(self.compute, "jacobi_residual", dtype=self.dtype,
+        kernel = programs.get_kernel(self.compute, "jacobi/residual", dtype=self.dtype,
                                      acc_dtype=acc_dtype, group_size=RESIDUAL_GROUP_SIZE)
         groups = min(max(1, math.ceil(rows * self.n / RESIDUAL_GROUP_SIZE)),
                      4 * self.compute.device.max_compute_units)
@@ -369,7 +369,7 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
     ``check_every`` steps when ``tol`` is set, call ``checkpoint`` every ``checkpoint_every``
     steps, report ``progress(done, total)``, and on ``should_stop()`` write a checkpoint and
     raise :class:`Interrupted`. The host stays about a tenth of a second of device work ahead
-    (:class:`~oclsci.pacing.Pacer`) and polls ``should_stop`` that often. ``residual=False``
+    (:class:`~oclsci.runtime.pacing.Pacer`) and polls ``should_stop`` that often. ``residual=False``
     skips the final residual (NaN in the result), for timings.
     """
     iterations = check_iterations(iterations)
@@ -432,7 +432,7 @@ def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.f
            check_every: int = 1000) -> np.ndarray:
     """Reconstruct X from its Laplacian ``rhs`` by ``iterations`` Jacobi steps; return X.
 
-    ``device`` is a SPEC string, a :class:`~oclsci.device.ComputeContext` or None (default
+    ``device`` is a SPEC string, a :class:`~oclsci.runtime.device.ComputeContext` or None (default
     selection). ``kernel`` is one of :data:`KERNEL_NAMES` or ``auto``. Bad arguments raise
     :class:`~oclsci.errors.InvalidArgumentError` (a ValueError) or
     :class:`~oclsci.errors.ArgumentTypeError` (a TypeError) before any work; a result that

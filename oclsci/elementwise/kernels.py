@@ -30,9 +30,9 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from . import programs
-from .device import ComputeContext, as_compute_context
-from .errors import InputError, KernelBuildError
+from oclsci.errors import InputError, KernelBuildError
+from oclsci.runtime import programs
+from oclsci.runtime.device import ComputeContext, as_compute_context
 
 # The dtypes an elementwise kernel accepts, by the names used in parameter lists.
 TYPE_NAMES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -1,7 +1,8 @@
 """Render the Mako kernel templates of ``kernels/`` and build them into OpenCL programs.
 
 This is the only module that renders templates and builds programs. Each template
-``kernels/NAME.cl.mako`` holds one kernel called NAME and inherits ``base.cl.mako``, which
+``kernels/NAME.cl.mako`` (or ``kernels/DOMAIN/NAME.cl.mako``, template ``DOMAIN/NAME``) holds
+one kernel called NAME (``DOMAIN_NAME``) and inherits ``base.cl.mako``, which
 typedefs ``real_t`` from the ``dtype`` parameter. Programs are memoised per context, template,
 template parameters and build options; kernels are kept rather than retrieved again.
 
@@ -23,7 +24,7 @@ import pyopencl as cl
 from mako.exceptions import MakoException
 from mako.lookup import TemplateLookup
 
-from .errors import KernelBuildError
+from oclsci.errors import KernelBuildError
 
 # OpenCL C type of each NumPy scalar type the kernels accept.
 CL_TYPES = {
@@ -50,11 +51,11 @@ def cl_type(dtype: Any) -> str:
 
 def template_dir() -> Path:
     """The folder of the kernel templates: inside the installed package, else the checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "kernels", here.parent / "kernels"):
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "kernels", package.parent / "kernels"):
         if (candidate / "base.cl.mako").is_file():
             return candidate
-    raise KernelBuildError(f"kernel templates not found next to {here} (broken installation?)")
+    raise KernelBuildError(f"kernel templates not found next to {package} (broken installation?)")
 
 
 @lru_cache(maxsize=1)
@@ -64,9 +65,15 @@ def _lookup() -> TemplateLookup:
 
 
 def template_names() -> list[str]:
-    """Names of every kernel template shipped (``base`` excluded)."""
-    return sorted(p.name[: -len(".cl.mako")] for p in template_dir().glob("*.cl.mako")
-                  if p.name != "base.cl.mako")
+    """Names of every kernel template shipped, such as ``jacobi/seed`` (``base`` excluded)."""
+    root = template_dir()
+    return sorted(p.relative_to(root).as_posix()[: -len(".cl.mako")]
+                  for p in root.rglob("*.cl.mako") if p.name != "base.cl.mako")
+
+
+def kernel_name(template: str) -> str:
+    """The OpenCL kernel a template defines: its path with ``_`` for ``/`` (``jacobi_seed``)."""
+    return template.replace("/", "_")
 
 
 def _uses_fp64(params: dict) -> bool:
@@ -111,7 +118,7 @@ def _save_source(template: str, source: str, directory: str | None = None) -> Pa
     digest = hashlib.sha1(source.encode()).hexdigest()[:12]
     folder = Path(directory or Path(tempfile.gettempdir()) / "oclsci-sources")
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{template}-{digest}.cl"
+    path = folder / f"{kernel_name(template)}-{digest}.cl"
     path.write_text(source)
     return path
 
@@ -152,16 +159,16 @@ def build_program(compute: Any, template: str, options: tuple[str, ...] = (), **
 
 def get_kernel(compute: Any, template: str, *, name: str | None = None,
                options: tuple[str, ...] = (), **params: Any):
-    """Return the memoised ``cl.Kernel`` NAME (default: the template's name).
+    """Return the memoised ``cl.Kernel`` NAME (default: :func:`kernel_name` of the template).
 
     The object is shared: set its arguments right before each use. For kernels whose
     arguments stay set across many launches, use :func:`new_kernel`.
     """
-    kernel_name = name or template
-    key = ("kernel", template, kernel_name, _params_key(params), tuple(options))
+    name = name or kernel_name(template)
+    key = ("kernel", template, name, _params_key(params), tuple(options))
     cache = compute.program_cache
     if key not in cache:
-        cache[key] = new_kernel(compute, template, name=kernel_name, options=options, **params)
+        cache[key] = new_kernel(compute, template, name=name, options=options, **params)
     return cache[key]
 
 
@@ -169,11 +176,11 @@ def new_kernel(compute: Any, template: str, *, name: str | None = None,
                options: tuple[str, ...] = (), **params: Any):
     """A fresh ``cl.Kernel`` from the memoised program, owned by the caller."""
     program = build_program(compute, template, options, **params)
+    name = name or kernel_name(template)
     try:
-        return cl.Kernel(program, name or template)
+        return cl.Kernel(program, name)
     except cl.Error as error:
-        raise KernelBuildError(f"template {template!r} has no kernel named {name or template!r}") \
-            from error
+        raise KernelBuildError(f"template {template!r} has no kernel named {name!r}") from error
 
 
 def kernel_work_group_size(compute: Any, kernel: Any) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from oclsci.errors import InputError
 
 PNM_MAGICS = (b"P1", b"P2", b"P3", b"P4", b"P5", b"P6")
 # Pillow raw modes that scale b-bit samples to 0..255, optionally inverted ("I").

@@ -17,7 +17,7 @@ import time
 from collections import deque
 from typing import Any
 
-from . import signals
+from oclsci.runtime import signals
 
 CHUNK_SECONDS = 0.05  # device (or host) time per chunk
 IN_FLIGHT = 2  # chunks queued ahead of the one the host waits for: the device never idles

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
-from .io import atomic_path
+from oclsci.errors import InputError
+from oclsci.io import atomic_path
 
 AZDEG = 315.0
 ALTDEG = 10.0

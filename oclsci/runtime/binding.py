@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .errors import DeviceError
+from oclsci.errors import DeviceError
 
 #: Variables naming the GPUs a task may use, in the order they are trusted.
 VISIBLE_DEVICE_VARIABLES = ("ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL",

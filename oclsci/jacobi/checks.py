@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ArgumentTypeError, InvalidArgumentError, NonFiniteResultError
+from oclsci.errors import ArgumentTypeError, InvalidArgumentError, NonFiniteResultError
 
 # Most steps a run may ask for: far beyond any real run, small enough that step counts stay
 # exact in float64 (timings, JSON) and in the checkpoint's int64.

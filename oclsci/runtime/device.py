@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from .binding import bind_gpu, node_name, opencl_index
-from .errors import DeviceError, NoPlatformError
-from .icd import register_pip_runtimes
+from oclsci.errors import DeviceError, NoPlatformError
+from oclsci.runtime.binding import bind_gpu, node_name, opencl_index
+from oclsci.runtime.icd import register_pip_runtimes
 
 NO_PLATFORM_HELP = (
     "no OpenCL platform found: install one with `pip install 'oclsci[pocl]'` (CPU), or your "
@@ -45,7 +45,7 @@ LOCAL_RANK_VARIABLES = (
 def get_platforms() -> list[Any]:
     """Return the OpenCL platforms, or raise :class:`NoPlatformError` with set-up advice.
 
-    Runtimes that pip installs unregistered (Intel's, see :mod:`oclsci.icd`) are registered
+    Runtimes that pip installs unregistered (Intel's, see :mod:`oclsci.runtime.icd`) are registered
     before the ICD loader first reads its folder.
     """
     register_pip_runtimes()
@@ -116,7 +116,7 @@ def parse_ctx_spec(spec: str, platforms: list[Any],
         raise _no_match(f"no platform matches {platform_answer!r}", spec, platforms, source)
     devices = platforms[platform_index].get_devices()
     if not devices:
-        from .device_health import empty_platform_reason
+        from oclsci.runtime.health import empty_platform_reason
 
         reason = empty_platform_reason(platforms[platform_index])
         raise _no_match(f"platform {platform_index} has no usable device ({reason})", spec,
@@ -187,8 +187,8 @@ def select_device(
     """Choose a device; return ``(platform_index, device_index, how_it_was_chosen)``.
 
     ``local_rank`` is this rank's index among the ``local_ranks`` ranks of its node that share
-    one list of GPUs (see :mod:`oclsci.binding`); it raises
-    :class:`~oclsci.binding.GpuBindingError` when they outnumber the GPUs.
+    one list of GPUs (see :mod:`oclsci.runtime.binding`); it raises
+    :class:`~oclsci.runtime.binding.GpuBindingError` when they outnumber the GPUs.
     """
     environ = os.environ if environ is None else environ
     platforms = get_platforms() if platforms is None else platforms
@@ -269,7 +269,7 @@ def describe_device(platform_index: int, device_index: int, platform: Any, devic
 
 def no_device_message(platforms: list[Any]) -> str:
     """One line saying that the platforms offer no usable device, and why."""
-    from .device_health import empty_platform_reason
+    from oclsci.runtime.health import empty_platform_reason
 
     reasons = "; ".join(f"platform {p} ({platform.name.strip()}): "
                         f"{empty_platform_reason(platform)}"
@@ -281,7 +281,7 @@ def no_device_message(platforms: list[Any]) -> str:
 
 def empty_platforms() -> list[dict]:
     """The platforms that list no device, each with its SPEC index, name and the reason."""
-    from .device_health import empty_platform_reason
+    from oclsci.runtime.health import empty_platform_reason
 
     return [{"platform_index": p, "platform": platform.name.strip(),
              "reason": empty_platform_reason(platform)}
@@ -341,7 +341,7 @@ class ComputeContext:
     """An OpenCL context with one in-order, profiling-enabled command queue on one device."""
 
     def __init__(self, platform_index: int, device_index: int, *, chosen_by: str = ""):
-        from .device_health import check_before_build
+        from oclsci.runtime.health import check_before_build
 
         platform = get_platforms()[platform_index]
         check_before_build(platform)
@@ -358,7 +358,7 @@ class ComputeContext:
         except cl.Error:
             self.queue = cl.CommandQueue(self.context)
             self.profiling = False
-        # Programs and kernels built for this context (see oclsci.programs).
+        # Programs and kernels built for this context (see oclsci.runtime.programs).
         self.program_cache: dict = {}
 
     @property
@@ -457,7 +457,7 @@ def as_compute_context(device: Any = None, *, quiet: bool = True) -> ComputeCont
     if isinstance(device, ComputeContext):
         return device
     if device is not None and not isinstance(device, str):
-        from .errors import ArgumentTypeError
+        from oclsci.errors import ArgumentTypeError
 
         raise ArgumentTypeError(f"device must be a SPEC string such as '0:0', a ComputeContext "
                                 f"or None, got {type(device).__name__} {device!r}")

@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   Temporal blocking: each work-group loads a tile of tile_h x tile_w cells plus a halo of
   halo_width cells into local memory, advances `steps` (<= halo_width) Jacobi steps there, and

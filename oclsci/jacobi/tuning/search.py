@@ -4,7 +4,7 @@
 rough cost model so that a short budget goes to likely winners), checks each one bit for bit
 against a plain reference kernel on the device, times it, re-times the best few, and returns
 a :class:`TuneReport`; :func:`save_report` puts the winners in the tuning cache that
-``--kernel auto`` reads (:mod:`oclsci.jacobi_tuning`). Command line: ``oclsci tune``.
+``--kernel auto`` reads (:mod:`oclsci.jacobi.tuning`). Command line: ``oclsci tune``.
 """
 
 from __future__ import annotations
@@ -21,18 +21,12 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from . import programs
-from .errors import InputError, KernelBuildError
-from .jacobi import JacobiSolver
-from .jacobi_tuning import (
-    KERNELS,
-    KernelConfig,
-    cache_key,
-    device_default,
-    make_entry,
-    round_up,
-    save_entry,
-)
+from oclsci.errors import InputError, KernelBuildError
+from oclsci.jacobi.solver import JacobiSolver
+from oclsci.jacobi.tuning.cache import cache_key, make_entry, save_entry
+from oclsci.jacobi.tuning.defaults import device_default
+from oclsci.jacobi.tuning.space import KERNELS, KernelConfig, round_up
+from oclsci.runtime import programs
 
 # Steps of the exactness check: over two launches of the deepest kernel, and a remainder.
 CHECK_STEPS = 75
@@ -287,7 +281,7 @@ class _DeviceCompare:
     def __init__(self, solver: JacobiSolver):
         self.solver = solver
         compute = solver.compute
-        self.kernel = programs.get_kernel(compute, "jacobi_compare", dtype=solver.dtype)
+        self.kernel = programs.get_kernel(compute, "jacobi/compare", dtype=solver.dtype)
         self.count = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE, 4)
         self.groups = 4 * int(compute.device.max_compute_units)
 
@@ -359,7 +353,7 @@ def tune(compute: Any, shape: tuple[int, int] = (266, 400), dtype: Any = np.floa
         for config in configs[:upto]:
             if config not in futures:
                 futures[config] = pool.submit(
-                    programs.build_program, compute, f"jacobi_{config.name}", (),
+                    programs.build_program, compute, f"jacobi/{config.name}", (),
                     **dict(config.template_params(), dtype=dtype))
 
     try:

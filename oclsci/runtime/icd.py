@@ -18,7 +18,7 @@ So oclsci registers it itself, before the loader first lists platforms:
 NVIDIA's driver library, when installed but named by no ICD file (Guix and NixOS profiles),
 is added to that folder the same way.
 
-``OCLSCI_REGISTER_ICDS=0`` turns this off. Only :mod:`oclsci.device` calls
+``OCLSCI_REGISTER_ICDS=0`` turns this off. Only :mod:`oclsci.runtime.device` calls
 :func:`register_pip_runtimes`.
 """
 

@@ -1,4 +1,4 @@
-<%inherit file="base.cl.mako"/>
+<%inherit file="/base.cl.mako"/>
 <%doc>
   Jacobi for CPUs: no barriers, no local memory, size_t-style (long) indices.
   Each work-item ("worker") takes tiles of band_h rows x band_w columns (band_w 0: the whole

@@ -1,0 +1,23 @@
+"""Jacobi reconstruction of an image from its Laplacian (the seed talk's solver).
+
+- :mod:`~oclsci.jacobi.solver`: :class:`JacobiSolver`, :func:`run` and :func:`jacobi` on one
+  device (an MPI run passes a halo object, see :mod:`oclsci.mpi`);
+- :mod:`~oclsci.jacobi.reference`: the NumPy reference every kernel matches bit for bit;
+- :mod:`~oclsci.jacobi.tuning`: kernel configurations, defaults, the tuning cache and search;
+- :mod:`~oclsci.jacobi.checks`, :mod:`~oclsci.jacobi.checkpoint`,
+  :mod:`~oclsci.jacobi.picture`: argument checks, checkpoints, the built-in picture.
+"""
+
+from oclsci.jacobi.solver import (
+    KERNEL_NAMES,
+    JacobiResult,
+    JacobiSolver,
+    SingleDevice,
+    choose_fitting_config,
+    jacobi,
+    relative_residual,
+    run,
+)
+
+__all__ = ["KERNEL_NAMES", "JacobiResult", "JacobiSolver", "SingleDevice",
+           "choose_fitting_config", "jacobi", "relative_residual", "run"]

@@ -1,0 +1,159 @@
+"""The tuning cache: the best Jacobi configuration per device, driver, dtype and size class.
+
+One JSON file for every device: {"format": 1, "entries": {KEY: ENTRY}}, KEY naming the
+device, its driver, oclsci's version, the dtype and the size class; ENTRY holds the best
+configuration ("best") and the best of each kernel ("kernels"), with their timings.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from oclsci.errors import InputError
+from oclsci.jacobi.tuning.space import KernelConfig
+
+CACHE_FORMAT = 1
+_warned: set = set()
+_memo: dict = {}
+
+
+def cache_disabled() -> bool:
+    """True when ``OCLSCI_TUNE_CACHE=off``: nothing is read from or written to a cache."""
+    return os.environ.get("OCLSCI_TUNE_CACHE", "").strip().lower() == "off"
+
+
+def cache_path() -> Path:
+    """$OCLSCI_TUNE_CACHE, else $XDG_CACHE_HOME/oclsci/tuning.json, else ~/.cache/oclsci/..."""
+    explicit = os.environ.get("OCLSCI_TUNE_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "oclsci" / "tuning.json"
+
+
+def size_class(shape: tuple[int, int]) -> int:
+    """The size class of an m x n grid: log2 of its cell count, rounded."""
+    m, n = shape
+    return int(round(math.log2(max(1, int(m) * int(n)))))
+
+
+def cache_key(compute: Any, dtype: Any, shape: tuple[int, int]) -> str:
+    """The cache key: device, driver, oclsci version, dtype and size class."""
+    from oclsci import __version__
+
+    device = compute.device
+    return " | ".join([device.name.strip(), f"driver {device.driver_version.strip()}",
+                       f"oclsci {__version__}", np.dtype(dtype).name,
+                       f"cells~2^{size_class(shape)}"])
+
+
+def _warn(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        print(f"oclsci: warning: {message}", file=sys.stderr)
+
+
+def load_cache(path: Path | None = None, *, quiet: bool = False) -> dict:
+    """The cache's entries ({} when absent or off; one warning line when unreadable or corrupt)."""
+    if path is None and cache_disabled():
+        return {}
+    path = cache_path() if path is None else Path(path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return {}
+    memo_key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if memo_key in _memo:
+        return _memo[memo_key]
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or not isinstance(data.get("entries"), dict):
+            raise ValueError("not an oclsci tuning cache")
+        if data.get("format") != CACHE_FORMAT:
+            raise ValueError(f"format {data.get('format')!r}, expected {CACHE_FORMAT}")
+        entries = data["entries"]
+    except (OSError, ValueError, RecursionError) as error:
+        if not quiet:
+            _warn(f"ignoring the tuning cache {path} ({str(error).splitlines()[0]}); "
+                  "`oclsci tune` rewrites it")
+        entries = {}
+    _memo[memo_key] = entries
+    return entries
+
+
+def save_entry(key: str, entry: dict, path: Path | None = None) -> Path | None:
+    """Add or replace one entry of the cache, atomically (temporary file + os.replace).
+
+    Returns the cache's path, or None when the cache is off (``OCLSCI_TUNE_CACHE=off``).
+    """
+    if path is None and cache_disabled():
+        return None
+    path = cache_path() if path is None else Path(path)
+    entries = dict(load_cache(path, quiet=True))
+    entries[key] = entry
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"format": CACHE_FORMAT, "entries": entries}, indent=1, sort_keys=True)
+    fd, temporary = tempfile.mkstemp(prefix=".tuning-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as stream:
+            stream.write(text + "\n")
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def make_entry(best: KernelConfig, kernels: dict[str, tuple[KernelConfig, float]],
+               shape: tuple[int, int], seconds_per_step: float) -> dict:
+    """A cache entry: the best configuration and the best of each kernel, with timings."""
+    return {"best": best.to_json(), "us_per_step": 1e6 * seconds_per_step,
+            "shape": list(shape), "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "kernels": {name: dict(config.to_json(), us_per_step=1e6 * seconds)
+                        for name, (config, seconds) in kernels.items()}}
+
+
+def cached_config(compute: Any, dtype: Any, shape: tuple[int, int],
+                  kernel: str | None = None) -> KernelConfig | None:
+    """The tuned configuration for this device, dtype and size class (of ``kernel``), if any."""
+    if cache_disabled():
+        return None
+    key = cache_key(compute, dtype, shape)
+    entry = load_cache().get(key)
+    if not isinstance(entry, dict):
+        return None
+    kernels = entry.get("kernels")
+    data = entry.get("best") if kernel is None else (
+        kernels.get(kernel) if isinstance(kernels, dict) else None)
+    if data is None:
+        return None
+    try:
+        config = KernelConfig.from_json(data)
+        if kernel is not None and config.name != kernel:
+            raise InputError(f"entry for kernel {kernel!r} holds {config.name!r}")
+    except (InputError, TypeError, ValueError, OverflowError) as error:
+        _warn(f"ignoring a malformed entry of the tuning cache {cache_path()} ({error})")
+        return None
+    if not config.fits(compute, dtype):
+        _warn(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: it does "
+              f"not fit device {compute.name}")
+        return None
+    if config.name == "bands":
+        nbytes = 2 * config.bands_layout(*shape)["scratch_elements"] * np.dtype(dtype).itemsize
+        if nbytes // 2 > int(compute.device.max_mem_alloc_size):
+            _warn(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: its "
+                  f"scratch of {nbytes / 2**30:.2f} GiB does not fit device {compute.name}")
+            return None
+    return config
