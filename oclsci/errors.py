@@ -67,3 +67,16 @@ class Interrupted(OclsciError):
     def __init__(self, message: str, exit_code: int = EXIT_INTERRUPTED):
         super().__init__(message)
         self.exit_code = exit_code
+
+
+def first_line(error: BaseException, *, with_type: bool = False) -> str:
+    """``error`` as one line: the first non-empty line of its message, never empty.
+
+    ``with_type=True`` prefixes the type's name (``OpenCL`` for PyOpenCL's errors), as the CLI
+    shows errors that are not :class:`OclsciError`. An error without a message gives its type.
+    """
+    name = "OpenCL" if type(error).__module__.startswith("pyopencl") else type(error).__name__
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return name
+    return f"{name}: {lines[0]}" if with_type else lines[0]

@@ -459,3 +459,16 @@ def test_bad_device_variable_is_named(tmp_path, variable):
     env[variable] = "no-such-platform"
     result = oclsci("jacobi", "-n", 1, "-o", "x.npy", cwd=tmp_path, env=env)
     assert_one_line_error(result, 1, f"{variable} 'no-such-platform'")
+
+
+@pytest.mark.parametrize(("error", "plain", "typed"), [
+    (ValueError("bad value\nsecond line"), "bad value", "ValueError: bad value"),
+    (ValueError(""), "ValueError", "ValueError"),
+    (OSError("\n\n  disk full \n"), "disk full", "OSError: disk full"),
+    (KeyError(), "KeyError", "KeyError"),
+])
+def test_first_line_is_one_non_empty_line(error, plain, typed):
+    from oclsci.errors import first_line
+
+    assert first_line(error) == plain
+    assert first_line(error, with_type=True) == typed
