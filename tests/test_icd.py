@@ -1,4 +1,4 @@
-"""Registration of Intel's pip-installed OpenCL runtime (oclsci/icd.py).
+"""Registration of Intel's pip-installed OpenCL runtime (oclsci/runtime/icd.py).
 
 The folder logic is tested everywhere; the registration itself where ``intel-opencl-rt`` is
 installed (``pip install '.[intel]'``), and it must be there when OCLSCI_TEST_DEVICES names
