@@ -9,7 +9,7 @@
 #   guix package -n -p TMP -m V [-m ADD-ON]      each profile that docs/ and slurm/ build:
 #                                                fails on colliding entries (two NumPys)
 #   guix shell -n ... -m V [-m ADD-ON]           slurm/task.sh's command lines, per variant
-#   guix shell -n --pure python-numpy ...        the seed's ad-hoc package list
+#   guix shell -n --pure python-numpy ...        the seed's ad-hoc command, and docs/guix.md's
 #   guix lint (offline checkers) on the package
 # and exits 1 if any of them fails (their output says which), 0 when all pass.
 #
@@ -161,8 +161,12 @@ done
 for v in "${variants[@]}"; do
     check "shell $v" shell -n --pure --preserve='^SLURM' -m "$v" -- true
 done
-# The seed's ad-hoc environment (docs/guix.md, docs/slurm.md).
-check "seed's ad-hoc shell" shell -n --pure python python-numpy python-pyopencl python-mako \
+# The seed's own ad-hoc command on PlaFRIM, word for word (docs/guix.md quotes it): it names
+# "python-numpy", so its environment merges two NumPys (`guix shell' allows that), but it
+# must still evaluate. Then docs/guix.md's ad-hoc command closer to it.
+check "seed's ad-hoc shell" shell -n --pure python-numpy python-pyopencl vim coreutils less grep \
+    which gawk ocl-icd python rocm-opencl-runtime opencl-headers opencl-icd-loader sed bash
+check "docs' ad-hoc shell" shell -n --pure python python-numpy python-pyopencl python-mako \
     python-click python-pillow rocm-opencl-runtime clinfo -- clinfo -l
 # Guix's own linter, offline checkers, on the package (a module wrapping guix/oclsci.scm).
 mkdir -p "$work/lint"
@@ -170,6 +174,8 @@ printf '(define-module (oclsci-lint) #:declarative? #f)\n(define-public oclsci-u
     "$in_work" >"$work/lint/oclsci-lint.scm"
 # The `derivation' checker is left out: it computes the derivations for every system Guix
 # supports (minutes here), while `guix build -n' above did so for this one (x86_64-linux).
+# --no-network also leaves out `home-page' (a network checker): it would report the package's
+# `(home-page #f)' as "invalid value for home page" (guix/oclsci.scm says why it is #f).
 check "guix lint (offline checkers)" lint --no-network --exclude=derivation \
     -L "$in_work/lint" oclsci
 
