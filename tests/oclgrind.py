@@ -344,57 +344,19 @@ TILE_SHAPES = ((16, 16), (17, 17))
 OCLGRIND_LOCAL_MEM = 64 * 1024  # see CHECK_ENVIRONMENT
 OCLGRIND_MAX_WORK_GROUP = 1024
 
-# The parameter space of each Jacobi kernel explored under Oclgrind: (params, local_size).
-# Corner cases: every parameter takes several values (test_every_jacobi_parameter_is_varied);
-# work-groups larger than, equal to and smaller than tiles; tiles that are not powers of two;
-# one step per launch up to 8; vectors wider than the grid; more workers than tiles. Each
-# kernel's default configurations (GPU and CPU) are added by :func:`jacobi_spaces`.
-JACOBI_SPACES: dict[str, list[tuple[dict, tuple[int, int] | None]]] = {
-    "seed": [
-        ({}, None),
-        ({}, (4, 8)),
-        ({}, (16, 1)),
-    ],
-    "coalesced": [
-        ({"rows_per_item": 1, "vector": 1}, None),
-        ({"rows_per_item": 4, "vector": 1}, (8, 2)),
-        ({"rows_per_item": 3, "vector": 2}, (32, 1)),
-        ({"rows_per_item": 1, "vector": 4}, (1, 1)),
-        ({"rows_per_item": 2, "vector": 4}, None),
-        ({"rows_per_item": 5, "vector": 2}, (4, 4)),
-    ],
-    "blocked": [
-        ({"tile_w": 16, "tile_h": 16, "halo_width": 1, "local_w": 16, "local_h": 4,
-          "rhs_in_local": True}, None),
-        ({"tile_w": 16, "tile_h": 16, "halo_width": 3, "local_w": 16, "local_h": 16,
-          "rhs_in_local": False}, None),
-        ({"tile_w": 8, "tile_h": 4, "halo_width": 2, "local_w": 4, "local_h": 2,
-          "rhs_in_local": True}, None),
-        ({"tile_w": 5, "tile_h": 3, "halo_width": 4, "local_w": 8, "local_h": 8,
-          "rhs_in_local": False}, None),
-        ({"tile_w": 16, "tile_h": 16, "halo_width": 8, "local_w": 16, "local_h": 16,
-          "rhs_in_local": True}, None),
-    ],
-    "temporal": [
-        ({"rows": 2, "cols": 2, "local_w": 4, "local_h": 4, "max_steps": 1, "buffers": 2},
-         None),
-        ({"rows": 1, "cols": 1, "local_w": 16, "local_h": 4, "max_steps": 1, "buffers": 1},
-         None),
-        ({"rows": 3, "cols": 2, "local_w": 8, "local_h": 2, "max_steps": 2, "buffers": 2},
-         None),
-        ({"rows": 4, "cols": 2, "local_w": 16, "local_h": 4, "max_steps": 4, "buffers": 1},
-         None),
-        ({"rows": 2, "cols": 4, "local_w": 8, "local_h": 16, "max_steps": 8, "buffers": 2},
-         None),
-    ],
-    "bands": [
-        ({"band_h": 1, "band_w": 0, "max_steps": 1, "workers": 1}, None),
-        ({"band_h": 3, "band_w": 5, "max_steps": 2, "workers": 2}, None),
-        ({"band_h": 7, "band_w": 16, "max_steps": 4, "workers": 3}, None),
-        ({"band_h": 2, "band_w": 0, "max_steps": 3, "workers": 64}, None),
-        ({"band_h": 16, "band_w": 1, "max_steps": 8, "workers": 2}, None),
-    ],
-}
+
+def jacobi_corner_cases() -> dict[str, list[tuple[dict, Any]]]:
+    """The parameter space of each Jacobi kernel explored under Oclgrind: (params, local_size).
+
+    Each spec's ``corner_cases`` (oclsci/jacobi/specs/): every parameter takes several values
+    (test_every_jacobi_parameter_is_varied); work-groups larger than, equal to and smaller
+    than tiles; tiles that are not powers of two; one step per launch up to 8; vectors wider
+    than the grid; more workers than tiles. :func:`jacobi_spaces` adds each kernel's defaults.
+    """
+    from oclsci.jacobi.kernels import KERNELS
+
+    return {name: [(dict(params), local) for params, local in spec.corner_cases]
+            for name, spec in KERNELS.items()}
 
 
 def _case_id(*parts: Any) -> str:
@@ -423,8 +385,6 @@ def _fits_oclgrind(name: str, params: dict, local_size: Any, dtype: str = "float
     from oclsci.jacobi.tuning import KernelConfig
 
     config = KernelConfig(name, dict(params), local_size)
-    if not hasattr(config, "validate"):
-        return True
     try:
         config.validate(max_work_group_size=OCLGRIND_MAX_WORK_GROUP,
                         local_mem_bytes=OCLGRIND_LOCAL_MEM, dtype=dtype)
@@ -434,43 +394,37 @@ def _fits_oclgrind(name: str, params: dict, local_size: Any, dtype: str = "float
 
 
 def jacobi_spaces() -> dict[str, list[tuple[dict, Any]]]:
-    """The configurations to check for every kernel in ``oclsci.jacobi.KERNEL_NAMES``.
+    """The configurations to check for every kernel of ``oclsci.jacobi.kernels.KERNELS``.
 
-    The hand-picked corner cases of :data:`JACOBI_SPACES`, then the kernel's default
-    configurations for a GPU and for a CPU with Oclgrind's limits (what ``--kernel NAME``
-    runs without tuning); a kernel missing from JACOBI_SPACES gets only its defaults (and
-    ``test_every_jacobi_kernel_has_a_parameter_space`` fails until it is added).
+    The corner cases of :func:`jacobi_corner_cases`, then the kernel's default configurations
+    for a GPU and for a CPU with Oclgrind's limits (what ``--kernel NAME`` runs without
+    tuning).
     """
-    from oclsci.jacobi.solver import KERNEL_NAMES
-    from oclsci.jacobi.tuning import default_config
-
     spaces: dict[str, list[tuple[dict, Any]]] = {}
-    for name in KERNEL_NAMES:
-        configs = [entry for entry in JACOBI_SPACES.get(name, []) if _fits_oclgrind(name, *entry)]
-        for entry in _default_configs(name, default_config):
+    for name, corner_cases in jacobi_corner_cases().items():
+        configs = [entry for entry in corner_cases if _fits_oclgrind(name, *entry)]
+        for entry in _default_configs(name):
             if entry not in configs and _fits_oclgrind(name, *entry):
                 configs.append(entry)
         spaces[name] = configs
     return spaces
 
 
-def _default_configs(name: str, default_config: Any) -> list[tuple[dict, Any]]:
+def _default_configs(name: str) -> list[tuple[dict, Any]]:
     """Every configuration ``default_config`` gives for ``name`` on CPUs and GPUs, in both
     precisions, for small and large grids and devices with less local memory or smaller
     work-groups (its fallbacks), as far as Oclgrind can run them."""
-    import inspect
+    from oclsci.jacobi.tuning import default_config
 
-    accepted = inspect.signature(default_config).parameters
     found: list[tuple[dict, Any]] = []
     for is_cpu in (False, True):
         for dtype in ("float32", "float64"):
             for shape in (None, (17, 40), (2048, 1024)):
                 for local_mem in (48 * 1024, 32 * 1024, 8 * 1024):
                     for max_group in (OCLGRIND_MAX_WORK_GROUP, 128):
-                        options = {"dtype": dtype, "local_mem_bytes": local_mem, "shape": shape,
-                                   "max_work_group_size": max_group}
-                        options = {k: v for k, v in options.items() if k in accepted}
-                        default = default_config(name, is_cpu=is_cpu, **options)
+                        default = default_config(name, is_cpu=is_cpu, dtype=dtype,
+                                                 local_mem_bytes=local_mem, shape=shape,
+                                                 max_work_group_size=max_group)
                         entry = (dict(default.params), default.local_size)
                         if entry not in found:
                             found.append(entry)
@@ -486,17 +440,7 @@ def simulated_work(name: str, params: dict, local_size: Any, shape: tuple[int, i
     config = KernelConfig(name, dict(params), tuple(local_size) if local_size else None)
     global_size, _ = config.launch_shape(*shape)
     items = math.prod(global_size)
-    per_item = 1
-    if name == "coalesced":
-        per_item = int(params.get("rows_per_item", 1)) * int(params.get("vector", 1))
-    elif name == "blocked":
-        span = ((params["tile_w"] + 2 * params["halo_width"])
-                * (params["tile_h"] + 2 * params["halo_width"]))
-        per_item = -(-span // (params["local_w"] * params["local_h"]))
-    elif name == "temporal":
-        per_item = int(params["rows"]) * int(params["cols"]) + 4
-    elif name == "bands":
-        per_item = -(-(shape[0] * shape[1] * 3) // items)
+    per_item = config.spec.work_per_item(config.values(), shape, items)
     return items * per_item * max(1, steps) + items
 
 
@@ -761,9 +705,9 @@ def _preallocate(compute: Any, cases: list[dict]) -> None:
         stride = -(-(n + 2) // 16) * 16
         buffers = {"x": cl.Buffer(compute.context, cl.mem_flags.READ_WRITE,
                                   (m + 2) * stride * dtype.itemsize), "scratch": None}
-        config = KernelConfig(case["kernel"], dict(case["params"]))
-        if case["kernel"] == "bands" and hasattr(config, "bands_layout"):
-            elements = config.bands_layout(m, n)["scratch_elements"]
+        layout = KernelConfig(case["kernel"], dict(case["params"])).scratch_layout(m, n)
+        if layout is not None:
+            elements = layout["scratch_elements"]
             buffers["scratch"] = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE,
                                            max(1, elements) * dtype.itemsize)
         FRESH[case["id"]] = buffers
@@ -805,8 +749,9 @@ def _leave_output_uninitialised(compute: Any, solver: Any, case: dict) -> None:
     if scratch is not None and launches and buffers["scratch"] is not None:
         if buffers["scratch"].size < scratch.size:
             raise AssertionError("the bands scratch grew: update _preallocate")
+        position = solver.config.spec.argument_index("scratch")
         for launch in launches:
-            launch.kernel.set_arg(7, buffers["scratch"])
+            launch.kernel.set_arg(position, buffers["scratch"])
         KEEP_ALIVE.append(scratch)
         solver._scratch = buffers["scratch"]
 
