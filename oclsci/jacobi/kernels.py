@@ -12,10 +12,10 @@ commands and the tests read them. Adding a kernel: docs/architecture.md.
 from __future__ import annotations
 
 from oclsci.errors import InputError
-from oclsci.jacobi.specs import KernelSpec, bands, blocked, coalesced, seed, streaming, temporal
+from oclsci.jacobi.specs import KernelSpec, bands, blocked, coalesced, seed, temporal
 
 KERNELS: dict[str, KernelSpec] = {module.SPEC.name: module.SPEC for module in (
-    seed, coalesced, blocked, temporal, bands, streaming)}
+    seed, coalesced, blocked, temporal, bands)}
 
 
 def get(name: str) -> KernelSpec:
