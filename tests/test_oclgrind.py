@@ -2,7 +2,7 @@
 
 Oclgrind checks what real devices do not: out-of-bounds accesses, data races (missing
 barriers), reads of uninitialised memory, barrier divergence, OpenCL API misuse. The cases
-(tests/oclgrind.py: ``all_cases``) cover each Jacobi kernel of the registry over its corner
+(tests/oclgrind/: ``all_cases``) cover each Jacobi kernel of the registry over its corner
 cases and defaults, the residual reduction, Mandelbrot, elementwise operations and halo
 packing on tiny grids; they run in subprocesses that see Oclgrind through ``OCL_ICD_VENDORS``
 (see docs/testing.md).
@@ -84,7 +84,7 @@ def test_every_shipped_kernel_ran_under_oclgrind(oclgrind_run):
     missing = set(programs.template_names()) - oclgrind_run.templates
     assert not missing, (
         f"kernel templates never built under Oclgrind: {sorted(missing)}; add cases for them "
-        "in tests/oclgrind.py (see docs/testing.md, 'Adding a kernel to the safety net')")
+        "in tests/oclgrind/cases.py (see docs/testing.md, 'Adding a kernel to the safety net')")
 
 
 def test_every_jacobi_kernel_has_a_parameter_space():
@@ -96,7 +96,7 @@ def test_every_jacobi_kernel_has_a_parameter_space():
 def test_every_corner_configuration_is_valid_for_oclgrind():
     """A corner case that the solver refuses would silently test nothing."""
     bad = [(name, params, local) for name, configs in og.jacobi_corner_cases().items()
-           for params, local in configs if not og._fits_oclgrind(name, params, local)]
+           for params, local in configs if not og.fits_oclgrind(name, params, local)]
     assert not bad, f"invalid corner cases: {bad}"
 
 

@@ -37,7 +37,7 @@ def _oclgrind_installed():
 # over a full launch and a remainder on a 17 x 40 grid, or for the kernels whose parameters
 # fix the work-group (tiled kernels, which Oclgrind simulates slowly), on 5 x 3 (one
 # work-group: its local memory, its size and its barriers are what a profile's limits change;
-# tests/oclgrind.py covers larger grids).
+# tests/oclgrind/ covers larger grids).
 SELECTING_SHAPES = [(266, 400), (2048, 1024)]
 ON_GPUS = kernels.suited(is_cpu=False)
 
@@ -67,10 +67,10 @@ def profile_cases() -> dict[tuple[int, int], list[dict]]:
                         local = list(config.local_size) if config.local_size else None
                         k = config.steps_per_launch
                         grid = _case_shape(name)
-                        case_id = og._case_id(
+                        case_id = og.make_id(
                             "profile", f"lm{profile.local_mem_bytes // 1024}k",
                             f"wg{profile.max_work_group_size}", name,
-                            og._config_label(config.params, local), dtype)
+                            og.config_label(config.params, local), dtype)
                         if any(c["id"] == case_id for c in cases):
                             continue
                         cases.append({
