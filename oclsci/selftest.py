@@ -3,7 +3,7 @@
 The first command on a new node. Each check builds one kernel configuration, runs it on a
 small but non-trivial problem and compares with the NumPy reference:
 
-* Jacobi: every kernel (seed, coalesced, blocked, temporal, bands) with the device's default
+* Jacobi: every kernel of :data:`oclsci.jacobi.kernels.KERNELS` with the device's default
   configuration, and the configuration ``--kernel auto`` picks (tuned or default), in float32
   and float64 (where the device has fp64), bit for bit;
 * Mandelbrot: the device's kernel shape in both dtypes, escape counts as in the tests (at most
@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 
 from oclsci.elementwise.ops import OPS
+from oclsci.errors import first_line
+from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.jacobi.solver import JacobiSolver, run
-from oclsci.jacobi.tuning import KERNELS, choose_config, device_default
+from oclsci.jacobi.tuning import choose_config, device_default
 from oclsci.mandelbrot.reference import mandelbrot_numpy
 from oclsci.mandelbrot.renderer import mandelbrot
 from oclsci.runtime.device import ComputeContext
@@ -143,9 +145,8 @@ def run_check(name: str, check: Callable) -> Check:
     try:
         passed, diff, detail = check()
     except Exception as error:  # noqa: BLE001 - any failure of the device is a FAIL line
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
         return Check(name, False, None, time.perf_counter() - start,
-                     f"{type(error).__name__}: {first[:200]}")
+                     f"{type(error).__name__}: {first_line(error)[:200]}")
     return Check(name, bool(passed), None if diff is None else float(diff),
                  time.perf_counter() - start, detail)
 

@@ -19,16 +19,19 @@ from gpu_profiles import PROFILES
 from oclsci.elementwise.kernels import DEFAULT_LOCAL_SIZE
 from oclsci.errors import DeviceError, InputError
 from oclsci.jacobi import solver as jacobi_module
+from oclsci.jacobi.kernels import KERNELS, auto_kernel
 from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.jacobi.solver import JacobiSolver, WorkGroupTooLarge, run
-from oclsci.jacobi.tuning import KERNELS, KernelConfig, choose_config, device_candidates
+from oclsci.jacobi.tuning import KernelConfig, choose_config, device_candidates
 from oclsci.jacobi.tuning import search as jacobi_autotune
 from oclsci.mandelbrot.renderer import GPU_LOCAL_SIZE
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 
 # Kernels declaring reqd_work_group_size get the device's maximum; the others the kernel limit.
-WITH_REQD_WORK_GROUP_SIZE = {"blocked", "temporal"}
+WITH_REQD_WORK_GROUP_SIZE = {
+    name for name, spec in KERNELS.items()
+    if "reqd_work_group_size" in (programs.template_dir() / f"{spec.template}.cl.mako").read_text()}
 SHAPES = [(266, 400), (4096, 4096), (17, 40)]
 
 
@@ -76,7 +79,7 @@ def test_auto_and_tuner_candidates_fit_the_device(profile, tmp_path, monkeypatch
     for dtype in _dtypes(profile):
         for shape in SHAPES:
             auto = choose_config(compute, "auto", dtype, shape)
-            assert auto.name == "temporal" and auto.fits(compute, dtype)
+            assert auto.name == auto_kernel(is_cpu=False) and auto.fits(compute, dtype)
             for config in jacobi_autotune.candidates(compute, shape, dtype):
                 assert config.fits(compute, dtype), config.describe()
 
@@ -103,7 +106,7 @@ def kernel_limit_256(monkeypatch):
 
     def limited(compute, kernel):
         name = kernel.function_name
-        if any(name == f"jacobi_{k}" for k in WITH_REQD_WORK_GROUP_SIZE):
+        if name in {programs.kernel_name(KERNELS[k].template) for k in WITH_REQD_WORK_GROUP_SIZE}:
             return real(compute, kernel)
         return min(256, real(compute, kernel))
 

@@ -1,42 +1,34 @@
 """Every Jacobi kernel and several configurations of each equal NumPy bit for bit.
 
+The kernels and their example configurations come from the registry
+(:mod:`oclsci.jacobi.kernels`), whose specs must match their templates.
+
 Grids: one cell, thin in either direction, odd sizes, the seed's 266 x 400; step counts that
 are not multiples of the steps per launch (remainder launches); float32 and float64.
 """
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
+from oclsci.jacobi import kernels
 from oclsci.jacobi import solver as jacobi
+from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.reference import jacobi_numpy
-from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver, run
+from oclsci.jacobi.solver import JacobiSolver, run
 from oclsci.jacobi.tuning import KernelConfig, default_config, device_default
+from oclsci.runtime import programs
 
 SHAPES = [(1, 1), (3, 1000), (1021, 37), (37, 1021), (266, 400)]
 # Cumulative step counts: 1, then 5 and 13 (remainders for every steps-per-launch below).
 STEPS = (1, 5, 13)
 
-CONFIGS = [
-    KernelConfig("seed"),
-    KernelConfig("coalesced", {"rows_per_item": 1, "vector": 1}),
-    KernelConfig("coalesced", {"rows_per_item": 3, "vector": 4}, (16, 2)),
-    KernelConfig("coalesced", {"rows_per_item": 2, "vector": 2}),
-    KernelConfig("coalesced", {"rows_per_item": 5}, (8, 2)),
-    KernelConfig("blocked", {"tile_w": 8, "tile_h": 4, "halo_width": 2, "local_w": 4,
-                             "local_h": 2, "rhs_in_local": True}),
-    KernelConfig("temporal", {"rows": 2, "cols": 2, "local_w": 8, "local_h": 4,
-                              "max_steps": 3, "buffers": 2}),
-    KernelConfig("temporal", {"rows": 3, "cols": 1, "local_w": 16, "local_h": 4,
-                              "max_steps": 5, "buffers": 1}),
-    KernelConfig("temporal", {"rows": 1, "cols": 4, "local_w": 4, "local_h": 8,
-                              "max_steps": 2, "buffers": 2}),
-    KernelConfig("bands", {"band_h": 5, "band_w": 7, "max_steps": 3, "workers": 3}),
-    KernelConfig("bands", {"band_h": 64, "band_w": 0, "max_steps": 8, "workers": 2}),
-    KernelConfig("bands", {"band_h": 1, "band_w": 0, "max_steps": 1, "workers": 1}),
-    KernelConfig("bands", {"band_h": 3, "band_w": 500, "max_steps": 4, "workers": 2}),
-]
+# Each kernel's examples (oclsci.jacobi.kernels: a new kernel's are picked up here).
+CONFIGS = [KernelConfig(name, dict(params), local) for name, spec in KERNELS.items()
+           for params, local in spec.examples]
 
 
 def _id(config: KernelConfig) -> str:
@@ -82,7 +74,7 @@ def test_kernel_equals_numpy(compute, problems, config, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
-@pytest.mark.parametrize("name", [n for n in KERNEL_NAMES if n != "seed"])
+@pytest.mark.parametrize("name", [name for name, spec in KERNELS.items() if spec.params])
 def test_default_configurations_equal_numpy(compute, problems, name, dtype):
     """The configurations `auto` falls back to, on this device and as a GPU would have them."""
     configs = {device_default(compute, name, dtype, (266, 400)),
@@ -93,7 +85,38 @@ def test_default_configurations_equal_numpy(compute, problems, name, dtype):
 
 
 def test_every_kernel_is_covered():
-    assert {c.name for c in CONFIGS} == set(KERNEL_NAMES)
+    assert {c.name for c in CONFIGS} == set(KERNELS)
+
+
+def _signature(spec) -> list[tuple[str, str]]:
+    """(name, kind) of each argument of the spec's OpenCL kernel, from its template."""
+    params, local = spec.examples[0]
+    config = KernelConfig(spec.name, dict(params), local)
+    source = programs.render(spec.template, **config.template_params(), dtype=np.float32)
+    found = re.search(rf"void\s+{programs.kernel_name(spec.template)}\s*\(([^)]*)\)", source)
+    assert found, f"no kernel {programs.kernel_name(spec.template)} in {spec.template}"
+    arguments = []
+    for text in found.group(1).split(","):
+        name = re.search(r"(\w+)\s*$", text).group(1).rstrip("_")
+        kind = "buffer" if "*" in text else text.split()[0]
+        arguments.append((name, kind))
+    return arguments
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_spec_describes_its_template(name):
+    """The arguments the solver binds by name are the template's, in its order and types;
+    a kernel advancing several steps per launch takes them as ``steps``."""
+    spec = kernels.get(name)
+    assert spec.template in programs.template_names()
+    assert _signature(spec) == [(a.name, a.kind) for a in spec.arguments]
+    names = [a.name for a in spec.arguments]
+    assert names[:6] == ["x_new", "x_old", "rhs", "m", "n", "row_stride"]
+    assert ("steps" in names) == (spec.steps_param is not None)
+    assert ("scratch" in names) == (spec.scratch is not None)
+    assert spec.examples and spec.corner_cases
+    for params, local in spec.examples + spec.corner_cases:
+        KernelConfig(name, dict(params), local).validate()
 
 
 def test_run_with_stopwatch_and_remainders(compute, problems):

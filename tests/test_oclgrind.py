@@ -2,9 +2,10 @@
 
 Oclgrind checks what real devices do not: out-of-bounds accesses, data races (missing
 barriers), reads of uninitialised memory, barrier divergence, OpenCL API misuse. The cases
-(tests/oclgrind.py: ``all_cases``) cover each Jacobi kernel over its parameter space, the
-residual reduction, Mandelbrot, elementwise operations and halo packing on tiny grids; they
-run in subprocesses that see Oclgrind through ``OCL_ICD_VENDORS`` (see docs/testing.md).
+(tests/oclgrind/: ``all_cases``) cover each Jacobi kernel of the registry over its corner
+cases and defaults, the residual reduction, Mandelbrot, elementwise operations and halo
+packing on tiny grids; they run in subprocesses that see Oclgrind through ``OCL_ICD_VENDORS``
+(see docs/testing.md).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 import oclgrind as og
 import pytest
 
-from oclsci.jacobi.solver import KERNEL_NAMES
+from oclsci.jacobi.kernels import KERNELS
 from oclsci.runtime import programs
 
 pytestmark = [
@@ -83,38 +84,33 @@ def test_every_shipped_kernel_ran_under_oclgrind(oclgrind_run):
     missing = set(programs.template_names()) - oclgrind_run.templates
     assert not missing, (
         f"kernel templates never built under Oclgrind: {sorted(missing)}; add cases for them "
-        "in tests/oclgrind.py (see docs/testing.md, 'Adding a kernel to the safety net')")
+        "in tests/oclgrind/cases.py (see docs/testing.md, 'Adding a kernel to the safety net')")
 
 
 def test_every_jacobi_kernel_has_a_parameter_space():
-    missing = [name for name in KERNEL_NAMES if name not in og.JACOBI_SPACES]
-    assert not missing, (f"Jacobi kernels without an Oclgrind parameter space: {missing}; add "
-                         "them to JACOBI_SPACES in tests/oclgrind.py")
+    missing = [name for name, configs in og.jacobi_corner_cases().items() if not configs]
+    assert not missing, (f"Jacobi kernels without Oclgrind corner cases: {missing}; give "
+                         "their specs corner_cases (oclsci/jacobi/specs/)")
 
 
 def test_every_corner_configuration_is_valid_for_oclgrind():
-    """A configuration of JACOBI_SPACES that the solver refuses would silently test nothing."""
-    bad = [(name, params, local) for name, configs in og.JACOBI_SPACES.items()
-           if name in KERNEL_NAMES for params, local in configs
-           if not og._fits_oclgrind(name, params, local)]
-    assert not bad, f"invalid configurations in JACOBI_SPACES: {bad}"
+    """A corner case that the solver refuses would silently test nothing."""
+    bad = [(name, params, local) for name, configs in og.jacobi_corner_cases().items()
+           for params, local in configs if not og.fits_oclgrind(name, params, local)]
+    assert not bad, f"invalid corner cases: {bad}"
 
 
 def test_every_jacobi_parameter_is_varied():
     """Each parameter of each kernel takes at least two values among the checked configs."""
-    from oclsci.jacobi import tuning as jacobi_tuning
-
-    parameters = getattr(jacobi_tuning, "PARAMETERS", None)
-    if parameters is None:
-        pytest.skip("oclsci.jacobi.tuning has no PARAMETERS table")
     spaces = og.jacobi_spaces()
     dull = []
-    for name in KERNEL_NAMES:
-        for key, (_kind, default) in parameters.get(name, {}).items():
-            values = {params.get(key, default) for params, _ in spaces.get(name, [])}
+    for name, spec in KERNELS.items():
+        for param in spec.params:
+            values = {params.get(param.name, param.default) for params, _ in spaces[name]}
             if len(values) < 2:
-                dull.append(f"{name}.{key} (only {sorted(map(str, values))})")
-    assert not dull, f"parameters never varied under Oclgrind: {dull}; extend JACOBI_SPACES"
+                dull.append(f"{name}.{param.name} (only {sorted(map(str, values))})")
+    assert not dull, (f"parameters never varied under Oclgrind: {dull}; extend the corner "
+                      "cases of their specs")
 
 
 def test_case_ids_are_unique():

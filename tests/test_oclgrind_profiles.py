@@ -16,7 +16,9 @@ import pytest
 from gpu_profiles import PROFILES
 from test_gpu_profiles import _kernel_limit, described
 
-from oclsci.jacobi.tuning import KERNELS, device_candidates
+from oclsci.jacobi import kernels
+from oclsci.jacobi.kernels import KERNELS
+from oclsci.jacobi.tuning import device_candidates
 
 pytestmark = pytest.mark.oclgrind
 
@@ -30,12 +32,18 @@ def _oclgrind_installed():
     if reason:
         pytest.skip(reason)
 
-# Grid shapes that select each default (temporal's differ for grids over 2^20 cells); the
-# cases run over a full launch and a remainder on a 17 x 40 grid, or for the tiled kernels,
-# which Oclgrind simulates slowly, on 5 x 3 (one work-group: its local memory, its size and
-# its barriers are what a profile's limits change; tests/oclgrind.py covers larger grids).
-SELECTING_SHAPES = {"temporal": [(266, 400), (2048, 1024)]}
-CASE_SHAPES = {"seed": (17, 40), "coalesced": (17, 40)}
+# Grid shapes that select the defaults (some differ for grids over 2^20 cells; the second is
+# only for kernels suited to GPUs, which these profiles describe); the cases run
+# over a full launch and a remainder on a 17 x 40 grid, or for the kernels whose parameters
+# fix the work-group (tiled kernels, which Oclgrind simulates slowly), on 5 x 3 (one
+# work-group: its local memory, its size and its barriers are what a profile's limits change;
+# tests/oclgrind/ covers larger grids).
+SELECTING_SHAPES = [(266, 400), (2048, 1024)]
+ON_GPUS = kernels.suited(is_cpu=False)
+
+
+def _case_shape(name: str) -> tuple[int, int]:
+    return (17, 40) if KERNELS[name].work_group is None else (5, 3)
 
 
 def _limits(profile) -> tuple[int, int]:
@@ -50,19 +58,19 @@ def profile_cases() -> dict[tuple[int, int], list[dict]]:
         compute = described(profile)
         for name in KERNELS:
             for dtype in ("float32", "float64") if profile.fp64 else ("float32",):
-                for shape in SELECTING_SHAPES.get(name, [(266, 400)]):
+                for shape in SELECTING_SHAPES if name in ON_GPUS else SELECTING_SHAPES[:1]:
                     candidates = device_candidates(compute, name, dtype, shape)
                     limit = _kernel_limit(profile, name)
                     chosen = [candidates[0]] + [
                         next(c for c in candidates if c.work_group_size() <= limit)]
                     for config in chosen:
                         local = list(config.local_size) if config.local_size else None
-                        k = og._steps_per_launch(name, config.params)
-                        grid = CASE_SHAPES.get(name, (5, 3))
-                        case_id = og._case_id(
+                        k = config.steps_per_launch
+                        grid = _case_shape(name)
+                        case_id = og.make_id(
                             "profile", f"lm{profile.local_mem_bytes // 1024}k",
                             f"wg{profile.max_work_group_size}", name,
-                            og._config_label(config.params, local), dtype)
+                            og.config_label(config.params, local), dtype)
                         if any(c["id"] == case_id for c in cases):
                             continue
                         cases.append({

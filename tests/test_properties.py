@@ -1,11 +1,12 @@
 """Property-based tests (hypothesis) of every kernel against its NumPy reference.
 
-On every test device (PoCL in CI): each Jacobi kernel of ``oclsci.jacobi.KERNEL_NAMES`` with
-random valid tuning parameters, grid shapes (1xN, Nx1, primes, one tile plus one), step
-counts (zero, remainders, several launches), dtypes and starting points equals
-``jacobi_numpy`` bit for bit; the residual agrees with NumPy's; Mandelbrot on random windows
-agrees with ``mandelbrot_numpy`` on at least 99.5% of the pixels (and bands put together give
-the whole image bit for bit); elementwise operations on random dtypes and sizes equal NumPy.
+On every test device (PoCL in CI): each Jacobi kernel of ``oclsci.jacobi.kernels.KERNELS``
+with random valid tuning parameters (drawn from its spec's test values), grid shapes (1xN,
+Nx1, primes, one tile plus one), step counts (zero, remainders, several launches), dtypes and
+starting points equals ``jacobi_numpy`` bit for bit; the residual agrees with NumPy's;
+Mandelbrot on random windows agrees with ``mandelbrot_numpy`` on at least 99.5% of the pixels
+(and bands put together give the whole image bit for bit); elementwise operations on random
+dtypes and sizes equal NumPy.
 
 The number of examples is bounded (``OCLSCI_HYPOTHESIS_SCALE`` multiplies it) and there is no
 deadline: builds take a while on PoCL.
@@ -21,8 +22,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from oclsci.errors import InputError
+from oclsci.jacobi import kernels
+from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.reference import jacobi_numpy, laplacian, residual_norm
-from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver, relative_residual, run
+from oclsci.jacobi.solver import JacobiSolver, relative_residual, run
 from oclsci.jacobi.tuning import KernelConfig, default_config
 
 SCALE = float(os.environ.get("OCLSCI_HYPOTHESIS_SCALE", "1"))
@@ -46,72 +50,28 @@ def _local(draw, allow_none=True):
 
 
 @st.composite
-def seed_configs(draw):
-    return KernelConfig("seed", {}, _local(draw))
-
-
-@st.composite
-def coalesced_configs(draw):
-    params = {"rows_per_item": draw(st.integers(1, 9))}
-    vector = draw(st.sampled_from([None, 1, 2, 4]))
-    if vector is not None:
-        params["vector"] = vector
-    return KernelConfig("coalesced", params, _local(draw))
-
-
-@st.composite
-def blocked_configs(draw):
-    halo = draw(st.integers(1, 10))
-    return KernelConfig("blocked", {
-        "tile_w": draw(st.integers(1, 40)), "tile_h": draw(st.integers(1, 40)),
-        "halo_width": halo, "local_w": draw(small_sizes), "local_h": draw(small_sizes),
-        "rhs_in_local": draw(st.booleans())})
-
-
-@st.composite
-def temporal_configs(draw):
-    rows, cols = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    local_w, local_h = draw(small_sizes), draw(small_sizes)
-    # Leave a tile of at least one cell inside the halo.
-    largest = (min(local_w * cols, local_h * rows) - 1) // 2
-    assume(largest >= 1)
-    return KernelConfig("temporal", {
-        "rows": rows, "cols": cols, "local_w": local_w, "local_h": local_h,
-        "max_steps": draw(st.integers(1, min(largest, 12))),
-        "buffers": draw(st.sampled_from([1, 2]))})
-
-
-@st.composite
-def bands_configs(draw):
-    return KernelConfig("bands", {
-        "band_h": draw(st.integers(1, 24)), "band_w": draw(st.sampled_from([0, 1, 3, 16, 33])),
-        "max_steps": draw(st.integers(1, 10)), "workers": draw(st.integers(1, 6))})
-
-
-CONFIG_STRATEGIES = {"seed": seed_configs, "coalesced": coalesced_configs,
-                     "blocked": blocked_configs, "temporal": temporal_configs,
-                     "bands": bands_configs}
+def kernel_configs(draw, name: str):
+    """A valid configuration of kernel ``name``: each parameter drawn from its spec's test
+    values (a parameter with a default may be left out), a work-group shape when the kernel
+    leaves it to the configuration."""
+    spec = kernels.get(name)
+    params = {}
+    for param in spec.params:
+        values = list(param.test_values or param.choices)
+        value = draw(st.sampled_from(values if param.default is None else [None, *values]))
+        if value is not None:
+            params[param.name] = value
+    config = KernelConfig(name, params, _local(draw) if spec.work_group is None else None)
+    try:
+        config.validate()
+    except InputError:
+        assume(False)
+    return config
 
 
 def tile_of(config: KernelConfig) -> tuple[int, int]:
     """(rows, columns) of a kernel's unit of work, to aim grid sizes at its edges."""
-    params = config.params
-    if config.name == "blocked":
-        return params["tile_h"], params["tile_w"]
-    if config.name == "temporal" and hasattr(config, "temporal_tile"):
-        tile_w, tile_h = config.temporal_tile()
-        return tile_h, tile_w
-    if config.name == "bands":
-        return params["band_h"], params["band_w"] or 16
-    if config.name == "coalesced":
-        return params["rows_per_item"], params.get("vector", 1) * 8
-    return 16, 16
-
-
-def _fits(compute, config: KernelConfig, dtype) -> bool:
-    if hasattr(config, "fits"):
-        return config.fits(compute, dtype)
-    return True
+    return config.spec.tile(config.values())
 
 
 def _extent(draw, tile: int) -> int:
@@ -126,14 +86,13 @@ def _extent(draw, tile: int) -> int:
 def jacobi_problems(draw, name: str, compute):
     dtype = np.dtype(draw(st.sampled_from(
         ["float32", "float64"] if compute.supports_fp64 else ["float32"])))
-    strategy = CONFIG_STRATEGIES.get(name)
-    if strategy is None or draw(st.integers(0, 7)) == 0:
+    if draw(st.integers(0, 7)) == 0:
         # The configuration `--kernel NAME` runs on this device without tuning.
         config = default_config(name, is_cpu=compute.is_cpu, dtype=dtype,
                                 local_mem_bytes=int(compute.device.local_mem_size))
     else:
-        config = draw(strategy())
-    assume(_fits(compute, config, dtype))
+        config = draw(kernel_configs(name))
+    assume(config.fits(compute, dtype))
     tile_h, tile_w = tile_of(config)
     kind = draw(st.sampled_from(["row", "column", "grid", "grid"]))
     if kind == "row":
@@ -170,7 +129,7 @@ def _check_jacobi(compute, problem) -> None:
         (result.residual, expected)
 
 
-@pytest.mark.parametrize("name", KERNEL_NAMES)
+@pytest.mark.parametrize("name", KERNELS)
 def test_jacobi_kernel_equals_numpy_bit_for_bit(compute, name):
     @examples(14)
     @given(st.data())
@@ -180,11 +139,11 @@ def test_jacobi_kernel_equals_numpy_bit_for_bit(compute, name):
     check()
 
 
-def test_every_jacobi_kernel_has_a_strategy():
-    missing = [name for name in KERNEL_NAMES if name not in CONFIG_STRATEGIES]
-    assert not missing, (f"Jacobi kernels tested only in their default configuration: "
-                         f"{missing}; add a parameter strategy to CONFIG_STRATEGIES in "
-                         "tests/test_properties.py")
+def test_every_jacobi_parameter_has_test_values():
+    missing = [f"{name}.{param.name}" for name, spec in KERNELS.items() for param in spec.params
+               if not (param.test_values or param.choices)]
+    assert not missing, (f"Jacobi kernel parameters that property tests cannot draw: {missing};"
+                         " give them test_values in their spec (oclsci/jacobi/specs/)")
 
 
 @examples(15)

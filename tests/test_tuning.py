@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from oclsci.errors import InputError
-from oclsci.jacobi import tuning
+from oclsci.jacobi import kernels, tuning
+from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.reference import jacobi_numpy
-from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver
+from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import KernelConfig, choose_config, default_config
 from oclsci.jacobi.tuning import cache as tuning_cache
 from oclsci.jacobi.tuning.search import candidates, predict_seconds_per_step, save_report, tune
@@ -28,7 +29,7 @@ def cache(tmp_path, monkeypatch):
 
 # -- configurations ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", KERNEL_NAMES)
+@pytest.mark.parametrize("name", KERNELS)
 @pytest.mark.parametrize("is_cpu", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(8, 8), (266, 400), (16384, 16384)])
@@ -84,6 +85,53 @@ def test_invalid_configurations_are_one_line_errors(config, message):
     with pytest.raises(InputError, match=message) as caught:
         config.validate()
     assert "\n" not in str(caught.value)
+
+
+def _broken(spec, key, value):
+    """The spec's first example with parameter ``key`` set to ``value``."""
+    params, local = spec.examples[0]
+    return KernelConfig(spec.name, dict(params, **{key: value}), local)
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_every_parameter_is_checked(name):
+    """Each parameter of each kernel refuses a wrong type, values out of bounds and values
+    outside its choices, with one line naming the kernel and the parameter."""
+    spec = kernels.get(name)
+    for param in spec.params:
+        wrong = [(1.5 if param.kind is int else 1, "integer" if param.kind is int else "true")]
+        if param.kind is int:
+            wrong.append((param.low - 1, f">= {param.low}"))
+            if param.high is not None:
+                wrong.append((param.high + 1, f"<= {param.high}"))
+            if param.choices:
+                wrong.append((max(param.choices) + 1, "must be"))
+        for value, message in wrong:
+            with pytest.raises(InputError, match=message) as caught:
+                _broken(spec, param.name, value).validate()
+            text = str(caught.value)
+            assert "\n" not in text and repr(name) in text and param.name in text, text
+    with pytest.raises(InputError, match="unknown parameter"):
+        _broken(spec, "no_such_parameter", 1).validate()
+
+
+def test_registry_names_the_kernels():
+    assert tuning.KERNELS == tuple(KERNELS)
+    for name in ("nope", "auto", None, 3):
+        with pytest.raises(InputError, match="unknown kernel") as caught:
+            kernels.get(name)
+        assert str(caught.value).endswith("choose one of " + ", ".join(KERNELS))
+    assert kernels.check_choice("auto") == "auto"
+    with pytest.raises(InputError, match="choose auto or one of seed, "):
+        kernels.check_choice("nope")
+    for is_cpu in (True, False):
+        kind = kernels.device_kind(is_cpu)
+        assert [n for n, s in KERNELS.items() if kind in s.auto_on] == \
+            [kernels.auto_kernel(is_cpu)]
+        assert kernels.auto_kernel(is_cpu) in kernels.suited(is_cpu)
+        tuned = kernels.tuned_by_default(is_cpu)
+        assert tuned[0] == kernels.auto_kernel(is_cpu) and set(tuned) <= set(kernels.tunable())
+    assert tuning.MULTI_STEP == {n: s.steps_param for n, s in KERNELS.items() if s.steps_param}
 
 
 def test_configuration_too_big_for_the_device(any_compute):
@@ -238,6 +286,6 @@ def test_tune_command(cache, tmp_path):
 
 
 def test_suited_kernels_include_auto(any_compute):
-    kernels = tuning.suited_kernels(any_compute)
-    assert set(kernels) <= set(KERNEL_NAMES) and "seed" in kernels
-    assert tuning.auto_kernel(any_compute) in kernels
+    suited = tuning.suited_kernels(any_compute)
+    assert set(suited) <= set(KERNELS) and "seed" in suited
+    assert tuning.auto_kernel(any_compute) in suited

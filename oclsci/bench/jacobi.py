@@ -1,7 +1,7 @@
 """Jacobi benchmark cases: the seed's 400x266 picture (150000 steps) and large grids.
 
 Variants: NumPy (the seed's code), the seed's PyOpenCL loop as written in the talk, and every
-kernel of :data:`oclsci.jacobi.KERNEL_NAMES` through :class:`oclsci.jacobi.JacobiSolver`.
+kernel of :data:`oclsci.jacobi.kernels.KERNELS` through :class:`oclsci.jacobi.JacobiSolver`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.bench.core import Case, Timing, compare_arrays, host_timed
+from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.picture import builtin_picture
 from oclsci.jacobi.reference import jacobi_step, laplacian
-from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver, run
+from oclsci.jacobi.solver import JacobiSolver, run
 from oclsci.jacobi.tuning import choose_config, round_up
 from oclsci.runtime import programs
 from oclsci.runtime.pacing import Pacer
@@ -119,13 +120,13 @@ def _variants(compute, rhs: np.ndarray, seed_loop: bool) -> list:
     auto = choose_config(compute, "auto", DTYPE, rhs.shape).name
     variants = [SeedLoopJacobi(compute, rhs)] if seed_loop else []
     return variants + [SolverJacobi(compute, rhs, name, default=name == auto)
-                       for name in KERNEL_NAMES]
+                       for name in KERNELS]
 
 
 def _max_steps(compute, shape: tuple[int, int]) -> int:
     """The most steps one launch of any kernel advances on this grid."""
     return max(choose_config(compute, name, DTYPE, shape).steps_per_launch
-               for name in KERNEL_NAMES)
+               for name in KERNELS)
 
 
 def grid_case(case_id: str, title: str, rhs: np.ndarray, iterations: int,

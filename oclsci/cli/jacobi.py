@@ -122,7 +122,8 @@ def _prepare(input_path, resume, explicit_dtype, *, output, iterations, tol, che
              kernel, checkpoint, checkpoint_every, compare, dtype, **_) -> Problem:
     """Check the options and read the problem (on rank 0 only under MPI)."""
     from oclsci.io import check_distinct_outputs, check_output_path
-    from oclsci.jacobi.solver import KERNEL_NAMES, MAX_ITERATIONS, check_fits, validate_rhs
+    from oclsci.jacobi import kernels
+    from oclsci.jacobi.solver import MAX_ITERATIONS, check_fits, validate_rhs
 
     if not 0 <= iterations <= MAX_ITERATIONS:
         raise InputError(f"--iterations must be between 0 and 2**53, got {iterations}")
@@ -130,9 +131,7 @@ def _prepare(input_path, resume, explicit_dtype, *, output, iterations, tol, che
         raise InputError(f"--tol must be a positive number, got {tol}")
     if check_every < 1 or checkpoint_every < 0:
         raise InputError("--check-every must be >= 1 and --checkpoint-every >= 0")
-    if kernel != "auto" and kernel not in KERNEL_NAMES:
-        raise InputError(f"unknown kernel {kernel!r}; choose auto or one of "
-                         f"{', '.join(KERNEL_NAMES)}")
+    kernels.check_choice(kernel)
     check_output_path(output, OUTPUT_SUFFIXES)
     check_output_path(compare, (".png",))
     check_output_path(checkpoint, (".npz",))

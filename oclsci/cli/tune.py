@@ -14,9 +14,13 @@ import math
 import re
 
 import click
+import numpy as np
 
 from oclsci.cli.options import device_option, dtype_option, quiet_option
 from oclsci.errors import InputError
+from oclsci.jacobi import kernels
+from oclsci.jacobi.tuning.search import save_report, tune
+from oclsci.runtime.device import create_context
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -39,19 +43,15 @@ def parse_size(text: str) -> tuple[int, int]:
 @click.option("--budget", type=float, default=30.0, show_default=True, metavar="SECONDS",
               help="About how long the search may take.")
 @click.option("--kernel", "kernels", multiple=True,
-              type=click.Choice(["coalesced", "temporal", "bands", "blocked"]),
-              help="Kernel(s) to tune (repeatable; default: temporal and coalesced on GPUs, "
-                   "bands and coalesced on CPUs).")
+              type=click.Choice(kernels.tunable()),
+              help="Kernel(s) to tune (repeatable; default: "
+                   f"{' and '.join(kernels.tuned_by_default(is_cpu=False))} on GPUs, "
+                   f"{' and '.join(kernels.tuned_by_default(is_cpu=True))} on CPUs).")
 @click.option("--no-save", is_flag=True, help="Search and print, but leave the cache alone.")
 @click.option("--json", "as_json", is_flag=True, help="Print the trials as JSON.")
 @quiet_option
 def tune_command(device, size, dtype, budget, kernels, no_save, as_json, quiet):
     """Time candidate Jacobi kernel configurations on a device; cache the fastest exact one."""
-    import numpy as np
-
-    from oclsci.jacobi.tuning.search import save_report, tune
-    from oclsci.runtime.device import create_context
-
     if not (budget > 0 and math.isfinite(budget)):
         raise InputError(f"--budget must be a positive number of seconds, got {budget}")
     shape = parse_size(size)

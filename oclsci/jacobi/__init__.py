@@ -3,6 +3,8 @@
 - :mod:`~oclsci.jacobi.solver`: :class:`JacobiSolver`, :func:`run` and :func:`jacobi` on one
   device (an MPI run passes a halo object, see :mod:`oclsci.mpi`);
 - :mod:`~oclsci.jacobi.reference`: the NumPy reference every kernel matches bit for bit;
+- :mod:`~oclsci.jacobi.kernels`: the registry of kernels, one spec each
+  (:mod:`~oclsci.jacobi.specs`);
 - :mod:`~oclsci.jacobi.tuning`: kernel configurations, defaults, the tuning cache and search;
 - :mod:`~oclsci.jacobi.checks`, :mod:`~oclsci.jacobi.checkpoint`,
   :mod:`~oclsci.jacobi.picture`: argument checks, checkpoints, the built-in picture.

@@ -20,6 +20,7 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.errors import ArgumentTypeError, InputError, Interrupted, InvalidArgumentError
+from oclsci.jacobi import kernels
 from oclsci.jacobi.checks import (
     MAX_ITERATIONS,  # noqa: F401 - re-exported for the commands
     check_dtype,
@@ -29,13 +30,13 @@ from oclsci.jacobi.checks import (
     check_run_options,
     validate_grid,
 )
-from oclsci.jacobi.tuning import KERNELS, MULTI_STEP, KernelConfig, choose_config, device_candidates
+from oclsci.jacobi.tuning import KernelConfig, choose_config, device_candidates
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.launch import Launch
 from oclsci.runtime.pacing import Pacer
 
-KERNEL_NAMES = KERNELS
+KERNEL_NAMES = tuple(kernels.KERNELS)
 # Launches enqueued between throttling events (see JacobiSolver.advance).
 LAUNCH_BATCH = 256
 RESIDUAL_GROUP_SIZE = 64
@@ -66,7 +67,7 @@ def choose_fitting_config(compute: ComputeContext, kernel: str, dtype: Any,
     dtype = np.dtype(dtype)
     candidates = _candidates(compute, kernel, dtype, shape)
     for config in candidates:
-        built = programs.new_kernel(compute, f"jacobi/{config.name}",
+        built = programs.new_kernel(compute, config.spec.template,
                                     **dict(config.template_params(), dtype=dtype))
         if config.work_group_size() <= programs.kernel_work_group_size(compute, built):
             return config
@@ -99,9 +100,7 @@ class JacobiSolver:
         candidates = [config] if config else _candidates(compute, kernel, self.dtype,
                                                          (self.m, self.n))
         self.config = candidates[0]
-        if self.config.name not in KERNEL_NAMES:
-            raise InputError(f"unknown kernel {self.config.name!r}; choose one of "
-                             f"{', '.join(KERNEL_NAMES)} or auto")
+        kernels.get(self.config.name)
         self.iteration = 0
 
         # Upload B and two copies of X (ping-pong) in the padded layout.
@@ -132,28 +131,30 @@ class JacobiSolver:
         return padded
 
     def _build_kernels(self) -> None:
-        config = self.config
+        config, spec = self.config, self.config.spec
         config.validate(max_work_group_size=int(self.compute.device.max_work_group_size),
                         local_mem_bytes=int(self.compute.device.local_mem_size),
                         dtype=self.dtype)
         params = dict(config.template_params(), dtype=self.dtype)
         self.steps_per_launch = config.steps_per_launch
         self.global_size, self.local_size = config.launch_shape(self.m, self.n)
-        grid_args = (np.int32(self.m), np.int32(self.n), np.int32(self.row_stride))
-        extra: tuple = ()
-        if config.name in MULTI_STEP:
-            extra = (np.int32(self.steps_per_launch),)
-        if config.name == "bands":
-            layout = config.bands_layout(self.m, self.n)
+        # The kernel's arguments by name (its spec lists them in order).
+        values: dict[str, Any] = {"rhs": self.rhs_buffer, "m": self.m, "n": self.n,
+                                  "row_stride": self.row_stride,
+                                  "steps": self.steps_per_launch}
+        layout = config.scratch_layout(self.m, self.n)
+        if layout is not None:
             nbytes = layout["scratch_elements"] * self.dtype.itemsize
-            self.compute.check_allocation(2 * nbytes, f"the bands kernel's scratch ({layout})")
+            self.compute.check_allocation(2 * nbytes,
+                                          f"the {config.name} kernel's scratch ({layout})")
             # Zeros from the host: never read before written, but Oclgrind 21.10 tracks
             # kernel-written memory wrongly in buffers it recycles or fills on the device.
             self._scratch = cl.Buffer(self.compute.context,
                                       cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                                       hostbuf=np.zeros(layout["scratch_elements"], self.dtype))
-            extra += (self._scratch, np.int32(layout["scratch_row"]),
-                      np.int64(layout["scratch_half"]))
+            values.update(layout, scratch=self._scratch)
+        multi_step = spec.steps_param is not None
+        self._steps_argument = spec.argument_index("steps") if multi_step else None
         # One kernel object per direction (x0 -> x1, x1 -> x0), arguments set once; for
         # multi-step kernels a second pair whose step count is set for remainder launches.
         queue = self.compute.queue
@@ -161,15 +162,15 @@ class JacobiSolver:
         self._launches: list[Launch] = []
         self._remainder_launches: list[Launch] = []
         for source in (0, 1):
-            args = (self.x_buffers[1 - source], self.x_buffers[source], self.rhs_buffer,
-                    *grid_args, *extra)
-            kernel = programs.new_kernel(self.compute, f"jacobi/{config.name}", **params)
+            values.update(x_new=self.x_buffers[1 - source], x_old=self.x_buffers[source])
+            args = [argument.value(values[argument.name]) for argument in spec.arguments]
+            kernel = programs.new_kernel(self.compute, spec.template, **params)
             if source == 0:
                 self._check_kernel_work_group(kernel)
             kernel.set_args(*args)
             self._launches.append(Launch(queue, kernel, self.global_size, self.local_size))
-            if config.name in MULTI_STEP:
-                remainder = programs.new_kernel(self.compute, f"jacobi/{config.name}", **params)
+            if multi_step:
+                remainder = programs.new_kernel(self.compute, spec.template, **params)
                 remainder.set_args(*args)
                 self._remainder_launches.append(
                     Launch(queue, remainder, self.global_size, self.local_size))
@@ -231,7 +232,7 @@ class JacobiSolver:
         current ^= full_launches & 1
         if remainder:
             launch = self._remainder_launches[current]
-            launch.kernel.set_arg(6, np.int32(remainder))
+            launch.kernel.set_arg(self._steps_argument, np.int32(remainder))
             event = launch.with_event()
             current ^= 1
         if stopwatch is not None and event is not None:

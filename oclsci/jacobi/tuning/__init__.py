@@ -1,6 +1,7 @@
 """Configurations of the Jacobi kernels: what they are, their defaults, the cache, the search.
 
-- :mod:`~oclsci.jacobi.tuning.space`: :class:`KernelConfig`, parameters and their limits;
+- :mod:`~oclsci.jacobi.tuning.space`: :class:`KernelConfig`, a kernel of the registry
+  (:mod:`oclsci.jacobi.kernels`) with its parameters and work-group;
 - :mod:`~oclsci.jacobi.tuning.defaults`: defaults per device type, :func:`choose_config`;
 - :mod:`~oclsci.jacobi.tuning.cache`: the JSON cache that ``oclsci tune`` fills;
 - :mod:`~oclsci.jacobi.tuning.search`: the tuner itself (imported on demand: it needs the

@@ -150,8 +150,9 @@ def cached_config(compute: Any, dtype: Any, shape: tuple[int, int],
         _warn(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: it does "
               f"not fit device {compute.name}")
         return None
-    if config.name == "bands":
-        nbytes = 2 * config.bands_layout(*shape)["scratch_elements"] * np.dtype(dtype).itemsize
+    layout = config.scratch_layout(*shape)
+    if layout is not None:
+        nbytes = 2 * layout["scratch_elements"] * np.dtype(dtype).itemsize
         if nbytes // 2 > int(compute.device.max_mem_alloc_size):
             _warn(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: its "
                   f"scratch of {nbytes / 2**30:.2f} GiB does not fit device {compute.name}")

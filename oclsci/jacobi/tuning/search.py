@@ -9,6 +9,7 @@ a :class:`TuneReport`; :func:`save_report` puts the winners in the tuning cache 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -21,11 +22,12 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import InputError, KernelBuildError
+from oclsci.errors import InputError, KernelBuildError, first_line
+from oclsci.jacobi import kernels as registry
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning.cache import cache_key, make_entry, save_entry
 from oclsci.jacobi.tuning.defaults import device_default
-from oclsci.jacobi.tuning.space import KERNELS, KernelConfig, round_up
+from oclsci.jacobi.tuning.space import KernelConfig, round_up
 from oclsci.runtime import programs
 
 # Steps of the exactness check: over two launches of the deepest kernel, and a remainder.
@@ -83,143 +85,29 @@ def _device_facts(compute: Any) -> dict:
 
 def predict_seconds_per_step(config: KernelConfig, shape: tuple[int, int], dtype: Any,
                              facts: dict) -> float:
-    """A rough cost model, used only to decide which candidates to time first."""
-    m, n = shape
-    cells = m * n
-    itemsize = np.dtype(dtype).itemsize
-    cus = facts["cus"]
-    if facts["is_cpu"]:
-        launch, stream_rate, cache_rate = 20e-6, 3e8 * cus * 4 / itemsize, 2e9 * cus
-        if config.name == "bands":
-            layout = config.bands_layout(m, n)
-            k = config.param("max_steps")
-            band_w = config.param("band_w") or n
-            halo = ((config.param("band_h") + k) * (band_w + k)) / (config.param("band_h")
-                                                                   * band_w)
-            ws = 2 * layout["scratch_half"] * itemsize
-            rate = cache_rate if ws <= 512 * 1024 else stream_rate * 2
-            waves = math.ceil(layout["tiles"] / min(cus, layout["workers"])) / (
-                layout["tiles"] / min(cus, layout["workers"]))
-            return launch / k + cells * halo * waves / rate
-        return launch + cells / stream_rate * (2 if config.name == "seed" else 1)
-    launch_host, launch_gpu = 6e-6, 3e-6
-    bandwidth = 3.0e12
-    if config.name in ("seed", "coalesced"):
-        vector = config.param("vector") if config.name == "coalesced" else 1
-        rows = config.param("rows_per_item") if config.name == "coalesced" else 1
-        penalty = 4.0 if config.name == "seed" else (1.0 + 0.15 / vector + 0.1 / rows)
-        return max(launch_host, launch_gpu + cells * 3 * itemsize * penalty / bandwidth)
-    if config.name == "temporal":
-        k = config.param("max_steps")
-        tile_w, tile_h = config.temporal_tile()
-        span = (tile_w + 2 * k) * (tile_h + 2 * k)
-        groups = math.ceil(n / tile_w) * math.ceil(m / tile_h)
-        wg = config.work_group_size()
-        regs = 3 * config.param("rows") * config.param("cols") + 24
-        per_cu = max(1, min(2048 // wg, 65536 // (wg * regs),
-                            (3 * facts["local_mem"]) // max(1, config.local_mem_bytes(dtype))))
-        waves = math.ceil(groups / (cus * per_cu))
-        # Cells a multiprocessor updates per second, shared by its resident groups; a
-        # barrier per step costs about as much as 64 cells.
-        rate = (16e9 if itemsize == 4 else 8e9) * (0.5 + 0.5 * min(1.0, wg / 256))
-        concurrent = min(per_cu, math.ceil(groups / cus))
-        step = waves * concurrent * (span + 64 * (3 - config.param("buffers"))) / rate
-        traffic = groups * span * 2 * itemsize / bandwidth
-        return max(launch_host, launch_gpu + k * step + traffic) / k
-    if config.name == "blocked":
-        k = config.param("halo_width")
-        span = ((config.param("tile_w") + 2 * k) * (config.param("tile_h") + 2 * k))
-        groups = math.ceil(n / config.param("tile_w")) * math.ceil(m / config.param("tile_h"))
-        rate = 6e9 if itemsize == 4 else 3e9
-        step = math.ceil(groups / (2 * cus)) * 2 * span / rate
-        return max(launch_host, launch_gpu + k * step) / k
-    return 1.0
+    """A rough cost model (the kernel's spec), used only to decide which candidates to time
+    first."""
+    return config.spec.cost(config.values(), config.local_size, shape,
+                            np.dtype(dtype).itemsize, facts)
 
 
-def _temporal_candidates(shape, dtype, facts) -> list[KernelConfig]:
-    m, n = shape
-    itemsize = np.dtype(dtype).itemsize
-    found = []
-    for cols, rows, local_w, local_h, steps in itertools.product(
-            (1, 2, 4), (2, 4, 8), (32, 64), (2, 4, 8, 16, 32), (2, 4, 6, 8, 12, 16, 24, 32)):
-        block = rows * cols
-        if not 4 <= block <= (32 if itemsize == 4 else 16):
-            continue
-        wg = local_w * local_h
-        if not 64 <= wg <= facts["max_wg"]:
-            continue
-        span_w, span_h = local_w * cols, local_h * rows
-        tile_w, tile_h = span_w - 2 * steps, span_h - 2 * steps
-        if tile_w < 1 or tile_h < 1 or tile_w * tile_h < 0.2 * span_w * span_h:
-            continue
-        # Tiles much larger than the grid waste work.
-        if tile_w > 2 * n + 32 or tile_h > 2 * m + 32:
-            continue
-        for buffers in (2, 1):
-            config = KernelConfig("temporal", {"rows": rows, "cols": cols, "local_w": local_w,
-                                               "local_h": local_h, "max_steps": steps,
-                                               "buffers": buffers})
-            if config.local_mem_bytes(dtype) <= facts["local_mem"]:
-                found.append(config)
-                break
-    return found
+def _generated(name: str, shape: tuple[int, int], dtype: Any,
+               facts: dict) -> list[KernelConfig]:
+    """The tuning space of kernel ``name`` (its spec's candidates)."""
+    spec = registry.get(name)
+    if spec.candidates is None:
+        return []
+    return [KernelConfig(name, params, local)
+            for params, local in spec.candidates(shape, np.dtype(dtype), facts)]
 
 
-def _coalesced_candidates(shape, dtype, facts) -> list[KernelConfig]:
-    found = []
-    shapes = [(32, 4), (32, 8), (64, 4), (128, 2), (256, 1), (64, 8), (128, 4), (32, 16),
-              (64, 2), (128, 1)]
-    if facts["is_cpu"]:
-        shapes = [None]
-    for vector, rows, local in itertools.product((4, 2, 1), (1, 2, 4, 8), shapes):
-        if local and local[0] * local[1] > facts["max_wg"]:
-            continue
-        found.append(KernelConfig("coalesced", {"rows_per_item": rows, "vector": vector},
-                                  local))
-    return found
-
-
-def _bands_candidates(shape, dtype, facts) -> list[KernelConfig]:
-    m, n = shape
-    cus = facts["cus"]
-    found = []
-    widths = [0] if n <= 1024 else [256, 512, 1024, 0]
-    for steps, band_w, bands_per_worker in itertools.product(
-            (1, 2, 4, 8, 16, 32), widths, (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)):
-        tiles_h = cus * bands_per_worker
-        band_h = math.ceil(m / tiles_h)
-        if band_h < 1 or (band_h == 1 and bands_per_worker > 1 and tiles_h > m):
-            continue
-        config = KernelConfig("bands", {"band_h": band_h, "band_w": band_w,
-                                        "max_steps": steps, "workers": cus})
-        if config not in found:
-            found.append(config)
-    return found
-
-
-def _blocked_candidates(shape, dtype, facts) -> list[KernelConfig]:
-    found = []
-    itemsize = np.dtype(dtype).itemsize
-    for tile, halo, local in itertools.product((16, 32, 64), (4, 8, 16), ((32, 8), (16, 16),
-                                                                         (32, 16), (64, 4))):
-        span = (tile + 2 * halo) ** 2
-        rhs_local = 3 * span * itemsize <= facts["local_mem"]
-        config = KernelConfig("blocked", {"tile_w": tile, "tile_h": tile, "halo_width": halo,
-                                          "local_w": local[0], "local_h": local[1],
-                                          "rhs_in_local": rhs_local})
-        if (2 * span * itemsize <= facts["local_mem"]
-                and local[0] * local[1] <= facts["max_wg"]):
-            found.append(config)
-    return found
-
-
-GENERATORS = {"coalesced": _coalesced_candidates, "temporal": _temporal_candidates,
-              "bands": _bands_candidates, "blocked": _blocked_candidates}
+# Kernel -> candidate generator (shape, dtype, facts), for the kernels with a tuning space.
+GENERATORS = {name: functools.partial(_generated, name) for name in registry.tunable()}
 
 
 def default_kernels(compute: Any) -> tuple[str, ...]:
     """The kernels worth tuning on this device type."""
-    return ("bands", "coalesced") if compute.is_cpu else ("temporal", "coalesced")
+    return registry.tuned_by_default(compute.is_cpu)
 
 
 def candidates(compute: Any, shape: tuple[int, int], dtype: Any,
@@ -229,12 +117,10 @@ def candidates(compute: Any, shape: tuple[int, int], dtype: Any,
     Each kernel's list starts with its default configuration, then follows the cost model.
     """
     facts = _device_facts(compute)
-    kernels = kernels or default_kernels(compute)
+    names = kernels or default_kernels(compute)
     lists = []
-    for name in kernels:
-        if name not in GENERATORS and name not in KERNELS:
-            raise InputError(f"unknown kernel {name!r}; choose among {', '.join(KERNELS)}")
-        found = GENERATORS[name](shape, dtype, facts) if name in GENERATORS else []
+    for name in names:
+        found = _generated(name, shape, dtype, facts)
         found.sort(key=lambda c: predict_seconds_per_step(c, shape, dtype, facts))
         default = device_default(compute, name, dtype, shape)
         ordered = [default] + [c for c in found if c != default]
@@ -353,7 +239,7 @@ def tune(compute: Any, shape: tuple[int, int] = (266, 400), dtype: Any = np.floa
         for config in configs[:upto]:
             if config not in futures:
                 futures[config] = pool.submit(
-                    programs.build_program, compute, f"jacobi/{config.name}", (),
+                    programs.build_program, compute, config.spec.template, (),
                     **dict(config.template_params(), dtype=dtype))
 
     try:
@@ -379,7 +265,7 @@ def tune(compute: Any, shape: tuple[int, int] = (266, 400), dtype: Any = np.floa
                 trial.status = "ok"
                 log(f"  {config.describe()}: {1e6 * trial.seconds_per_step:.3f} us/step")
             except (KernelBuildError, InputError, cl.Error) as error:
-                trial.status = f"failed: {str(error).splitlines()[0][:120]}"
+                trial.status = f"failed: {first_line(error)[:120]}"
                 log(f"  {config.describe()}: {trial.status}")
         # The finalists again, longer: the screening runs are short and noisy.
         ok = sorted((t for t in report.trials if t.ok), key=lambda t: t.seconds_per_step)

@@ -1,24 +1,10 @@
 """Kernel configurations for the Jacobi solver: template parameters and launch shapes.
 
-A :class:`KernelConfig` names a kernel template (``jacobi/<name>``), its compile-time template
-parameters and its work-group shape. Defaults per device type are in
-:mod:`oclsci.jacobi.tuning.defaults`, tuned ones in :mod:`oclsci.jacobi.tuning.cache`.
-
-Kernels (all bit-exact against :func:`oclsci.jacobi.reference.jacobi_numpy`):
-
-``seed``
-    the talk's kernel, one step per launch, dimension 0 along rows.
-``coalesced``
-    one step per launch, dimension 0 along columns, ``vector`` columns and ``rows_per_item``
-    rows per work-item: the streaming kernel for large grids.
-``blocked``
-    temporal blocking in local memory, ``halo_width`` steps per launch.
-``temporal``
-    temporal blocking in registers for GPUs: each work-item keeps ``rows`` x ``cols`` cells in
-    registers, exchanges block edges through local memory, ``max_steps`` steps per launch.
-``bands``
-    for CPUs: no barriers, each work-item advances tiles of ``band_h`` rows x ``band_w``
-    columns ``max_steps`` steps in a private scratch area, recomputing a shrinking halo.
+A :class:`KernelConfig` names a kernel of :mod:`oclsci.jacobi.kernels` (template
+``jacobi/<name>``), its compile-time parameters and its work-group shape; what each kernel
+takes and needs is in its spec (:mod:`oclsci.jacobi.specs`). Defaults per device type are
+in :mod:`oclsci.jacobi.tuning.defaults`, tuned ones in :mod:`oclsci.jacobi.tuning.cache`.
+Every kernel is bit-exact against :func:`oclsci.jacobi.reference.jacobi_numpy`.
 """
 
 from __future__ import annotations
@@ -30,35 +16,29 @@ from typing import Any
 import numpy as np
 
 from oclsci.errors import InputError
+from oclsci.jacobi import kernels
+from oclsci.jacobi.specs import KernelSpec, round_up, temporal
 
-KERNELS = ("seed", "coalesced", "blocked", "temporal", "bands")
-
-# Parameters of each kernel: name -> (type, default or None when required).
+# Views of the registry under their names of oclsci 0.1.
+KERNELS = tuple(kernels.KERNELS)
 PARAMETERS: dict[str, dict[str, tuple[type, Any]]] = {
-    "seed": {},
-    "coalesced": {"rows_per_item": (int, 1), "vector": (int, 1)},
-    "blocked": {"tile_w": (int, None), "tile_h": (int, None), "halo_width": (int, None),
-                "local_w": (int, None), "local_h": (int, None), "rhs_in_local": (bool, False)},
-    "temporal": {"rows": (int, None), "cols": (int, None), "local_w": (int, None),
-                 "local_h": (int, None), "max_steps": (int, None), "buffers": (int, 2)},
-    "bands": {"band_h": (int, None), "band_w": (int, 0), "max_steps": (int, None),
-              "workers": (int, 1)},
-}
-# Parameters that shape the launch but are not template parameters.
-LAUNCH_ONLY = {"bands": {"workers"}}
-# Largest value of each integer parameter: far beyond any configuration that runs well, small
-# enough that sizes computed from them stay reasonable (a hand-edited cache may hold anything).
-PARAMETER_LIMITS = {"max_steps": 1024, "halo_width": 1024, "rows": 64, "cols": 64,
-                    "rows_per_item": 64, "local_w": 1024, "local_h": 1024, "tile_w": 8192,
-                    "tile_h": 8192, "workers": 65536, "band_h": 2**24, "band_w": 2**24}
+    name: {p.name: (p.kind, p.default) for p in spec.params}
+    for name, spec in kernels.KERNELS.items()}
+LAUNCH_ONLY = {name: {p.name for p in spec.params if not p.template}
+               for name, spec in kernels.KERNELS.items()
+               if any(not p.template for p in spec.params)}
+PARAMETER_LIMITS = {p.name: p.high for spec in kernels.KERNELS.values() for p in spec.params
+                    if p.high is not None}
+MULTI_STEP = {name: spec.steps_param for name, spec in kernels.KERNELS.items()
+              if spec.steps_param}
 LOCAL_SIZE_LIMIT = 65536
-# Kernels whose launch advances several steps, and the argument (index 6) giving how many.
-MULTI_STEP = {"blocked": "halo_width", "temporal": "max_steps", "bands": "max_steps"}
+
+__all__ = ["KERNELS", "PARAMETERS", "LAUNCH_ONLY", "PARAMETER_LIMITS", "MULTI_STEP",
+           "LOCAL_SIZE_LIMIT", "KernelConfig", "round_up"]
 
 
-def round_up(value: int, multiple: int) -> int:
-    """Smallest multiple of ``multiple`` that is >= ``value``."""
-    return -(-value // multiple) * multiple
+def _one_of(values: tuple) -> str:
+    return ", ".join(map(str, values[:-1])) + f" or {values[-1]}"
 
 
 @dataclass(frozen=True)
@@ -72,25 +52,33 @@ class KernelConfig:
     def __hash__(self) -> int:
         return hash((self.name, tuple(sorted(self.params.items())), self.local_size))
 
+    @property
+    def spec(self) -> KernelSpec:
+        """The kernel's spec (:class:`InputError` for an unknown kernel)."""
+        return kernels.get(self.name)
+
     def param(self, key: str) -> Any:
         """A parameter's value, or its default."""
         if key in self.params:
             return self.params[key]
-        kind, default = PARAMETERS[self.name][key]
+        default = self.spec.param(key).default
         if default is None:
             raise InputError(f"kernel {self.name!r} needs parameter {key!r}")
         return default
 
+    def values(self) -> dict:
+        """Every parameter's value, defaults filled in."""
+        return self.spec.resolve(self.params)
+
     @property
     def steps_per_launch(self) -> int:
         """Jacobi steps advanced by one full launch."""
-        key = MULTI_STEP.get(self.name)
+        key = self.spec.steps_param
         return int(self.params.get(key, 1)) if key else 1
 
     def template_params(self) -> dict:
         """The template parameters (defaults filled in, launch-only parameters left out)."""
-        skip = LAUNCH_ONLY.get(self.name, set())
-        return {key: self.param(key) for key in PARAMETERS[self.name] if key not in skip}
+        return {p.name: self.param(p.name) for p in self.spec.params if p.template}
 
     def describe(self) -> str:
         """``name(param=value, ...)`` for summaries."""
@@ -103,112 +91,65 @@ class KernelConfig:
 
     def temporal_tile(self) -> tuple[int, int]:
         """(tile_w, tile_h) of the temporal kernel: the span less a halo on each side."""
-        k = self.param("max_steps")
-        return (self.param("local_w") * self.param("cols") - 2 * k,
-                self.param("local_h") * self.param("rows") - 2 * k)
+        return temporal.tile(self.values())
+
+    def scratch_layout(self, m: int, n: int) -> dict | None:
+        """The scratch buffer's layout on an m x n grid (elements), None if it needs none."""
+        scratch = self.spec.scratch
+        return scratch(self.values(), m, n) if scratch else None
 
     def bands_layout(self, m: int, n: int) -> dict:
         """Tiles, workers and scratch sizes (elements) of the bands kernel on an m x n grid."""
-        band_h, k = self.param("band_h"), self.param("max_steps")
-        band_w = self.param("band_w") or n
-        tiles = math.ceil(m / band_h) * math.ceil(n / band_w)
-        workers = max(1, min(self.param("workers"), tiles))
-        scratch_row = round_up(band_w + 2 * k, 16)
-        scratch_half = scratch_row * (band_h + 2 * k)
-        return {"tiles": tiles, "workers": workers, "scratch_row": scratch_row,
-                "scratch_half": scratch_half, "scratch_elements": 2 * scratch_half * workers}
+        return self.scratch_layout(m, n) or {}
 
     def local_mem_bytes(self, dtype: Any) -> int:
         """Local memory one work-group of this configuration declares."""
-        itemsize = np.dtype(dtype).itemsize
-        if self.name == "blocked":
-            span = ((self.param("tile_w") + 2 * self.param("halo_width"))
-                    * (self.param("tile_h") + 2 * self.param("halo_width")))
-            return (3 if self.param("rhs_in_local") else 2) * span * itemsize
-        if self.name == "temporal":
-            lw, lh = self.param("local_w"), self.param("local_h")
-            edges = 2 * lh * self.param("rows") * lw + 2 * lh * self.param("cols") * lw
-            return self.param("buffers") * edges * itemsize
-        return 0
+        local_mem = self.spec.local_mem
+        return local_mem(self.values(), np.dtype(dtype).itemsize) if local_mem else 0
 
     def work_group_size(self) -> int:
         """Work-items per work-group (1 when the device chooses)."""
-        if self.name == "blocked":
-            return self.param("local_w") * self.param("local_h")
-        if self.name == "temporal":
-            return self.param("local_w") * self.param("local_h")
-        if self.local_size:
-            return self.local_size[0] * self.local_size[1]
-        return 1
+        fixed = self.spec.work_group
+        shape = fixed(self.values()) if fixed else self.local_size
+        return math.prod(shape) if shape else 1
 
     def launch_shape(self, m: int, n: int) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
         """Global and local sizes for an m x n interior."""
-        if self.name == "seed":
-            # The seed launches one work-item per padded cell, dimension 0 along rows.
-            if self.local_size is None:
-                return (m + 2, n + 2), None
-            return ((round_up(m + 2, self.local_size[0]), round_up(n + 2, self.local_size[1])),
-                    self.local_size)
-        if self.name == "coalesced":
-            vector = self.param("vector")
-            columns = n if vector == 1 else math.ceil((n + 1) / vector)
-            rows = math.ceil(m / self.param("rows_per_item"))
-            if self.local_size is None:
-                return (columns, rows), None
-            return ((round_up(columns, self.local_size[0]), round_up(rows, self.local_size[1])),
-                    self.local_size)
-        if self.name == "blocked":
-            local_w, local_h = self.params["local_w"], self.params["local_h"]
-            groups_w = math.ceil(n / self.params["tile_w"])
-            groups_h = math.ceil(m / self.params["tile_h"])
-            return (groups_w * local_w, groups_h * local_h), (local_w, local_h)
-        if self.name == "temporal":
-            tile_w, tile_h = self.temporal_tile()
-            lw, lh = self.param("local_w"), self.param("local_h")
-            return (math.ceil(n / tile_w) * lw, math.ceil(m / tile_h) * lh), (lw, lh)
-        if self.name == "bands":
-            return (self.bands_layout(m, n)["workers"],), (1,)
-        raise InputError(f"unknown kernel {self.name!r}")
+        return self.spec.launch(self.values(), self.local_size, m, n)
 
     # -- checks and serialisation -----------------------------------------------------------
 
     def validate(self, *, max_work_group_size: int | None = None,
                  local_mem_bytes: int | None = None, dtype: Any = np.float32) -> None:
         """Raise :class:`InputError` when the parameters are missing, wrong or do not fit."""
-        if self.name not in PARAMETERS:
-            raise InputError(f"unknown kernel {self.name!r}; choose one of {', '.join(KERNELS)}")
-        known = PARAMETERS[self.name]
-        unknown = set(self.params) - set(known)
+        spec = self.spec
+        unknown = set(self.params) - {p.name for p in spec.params}
         if unknown:
             raise InputError(f"kernel {self.name!r}: unknown parameter(s) {sorted(unknown)}")
-        for key, (kind, _default) in known.items():
-            value = self.param(key)
-            if kind is bool:
+        for param in spec.params:
+            key, value = param.name, self.param(param.name)
+            if param.kind is bool:
                 if not isinstance(value, (bool, np.bool_)):
                     raise InputError(f"kernel {self.name!r}: {key} must be true or false")
             elif isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise InputError(f"kernel {self.name!r}: {key} must be an integer, got {value!r}")
-            elif value < (0 if key == "band_w" else 1):
-                raise InputError(f"kernel {self.name!r}: {key} must be >= 1, got {value}")
-            elif value > PARAMETER_LIMITS.get(key, value):
-                raise InputError(f"kernel {self.name!r}: {key} must be <= "
-                                 f"{PARAMETER_LIMITS[key]}, got {value}")
+            elif value < param.low:
+                raise InputError(f"kernel {self.name!r}: {key} must be >= {param.low}, "
+                                 f"got {value}")
+            elif param.high is not None and value > param.high:
+                raise InputError(f"kernel {self.name!r}: {key} must be <= {param.high}, "
+                                 f"got {value}")
         if self.local_size is not None and (len(self.local_size) != 2
                                             or min(self.local_size) < 1
                                             or max(self.local_size) > LOCAL_SIZE_LIMIT):
             raise InputError(f"kernel {self.name!r}: bad work-group shape {self.local_size}")
-        if self.name == "coalesced" and self.param("vector") not in (1, 2, 4):
-            raise InputError("kernel 'coalesced': vector must be 1, 2 or 4")
-        if self.name == "blocked" and self.param("halo_width") < 1:
-            raise InputError("kernel 'blocked': halo_width must be >= 1")
-        if self.name == "temporal":
-            if self.param("buffers") not in (1, 2):
-                raise InputError("kernel 'temporal': buffers must be 1 or 2")
-            if min(self.temporal_tile()) < 1:
-                raise InputError(f"kernel 'temporal': span {self.param('local_w')}x"
-                                 f"{self.param('cols')} by {self.param('local_h')}x"
-                                 f"{self.param('rows')} leaves no tile inside a halo of "
-                                 f"{self.param('max_steps')}")
+        for param in spec.params:
+            if param.choices and self.param(param.name) not in param.choices:
+                raise InputError(f"kernel {self.name!r}: {param.name} must be "
+                                 f"{_one_of(param.choices)}")
+        problem = spec.check(self.values()) if spec.check else None
+        if problem:
+            raise InputError(f"kernel {self.name!r}: {problem}")
         if max_work_group_size is not None and self.work_group_size() > max_work_group_size:
             raise InputError(f"{self.describe()}: work-group of {self.work_group_size()} "
                              f"exceeds the device's {max_work_group_size}")

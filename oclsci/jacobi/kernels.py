@@ -1,0 +1,63 @@
+"""The registry of Jacobi kernels: one :class:`~oclsci.jacobi.specs.KernelSpec` per kernel.
+
+A spec (``oclsci/jacobi/specs/<name>.py``) holds everything about its kernel: parameters and
+their limits, template (``kernels/jacobi/<name>.cl.mako``), argument list by name, steps per
+launch, launch shape, work-group, local memory, scratch buffers, defaults per device type,
+tuning space, cost model, the device kinds it suits, and configurations for the tests.
+:data:`KERNELS` lists them in the order commands show them; :func:`get` is the one place an
+unknown name is refused. The solver, the configurations, the defaults, the tuner, the
+commands and the tests read them. Adding a kernel: docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from oclsci.errors import InputError
+from oclsci.jacobi.specs import KernelSpec, bands, blocked, coalesced, seed, temporal
+
+KERNELS: dict[str, KernelSpec] = {module.SPEC.name: module.SPEC for module in (
+    seed, coalesced, blocked, temporal, bands)}
+
+
+def get(name: str) -> KernelSpec:
+    """The spec of kernel ``name``; :class:`InputError` naming the kernels if there is none."""
+    spec = KERNELS.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise InputError(f"unknown kernel {name!r}; choose one of {', '.join(KERNELS)}")
+    return spec
+
+
+def check_choice(name: str) -> str:
+    """``name`` when it is ``auto`` or a kernel's; otherwise :class:`InputError`."""
+    if name != "auto" and (not isinstance(name, str) or name not in KERNELS):
+        raise InputError(f"unknown kernel {name!r}; choose auto or one of "
+                         f"{', '.join(KERNELS)}")
+    return name
+
+
+def device_kind(is_cpu: bool) -> str:
+    """``"cpu"`` or ``"gpu"``, as specs name device kinds."""
+    return "cpu" if is_cpu else "gpu"
+
+
+def suited(is_cpu: bool) -> tuple[str, ...]:
+    """The kernels worth running on this device kind (benchmarks, tuning)."""
+    kind = device_kind(is_cpu)
+    return tuple(name for name, spec in KERNELS.items() if kind in spec.suits)
+
+
+def auto_kernel(is_cpu: bool) -> str:
+    """The kernel ``auto`` means on this device kind without a tuned configuration."""
+    kind = device_kind(is_cpu)
+    return next(name for name, spec in KERNELS.items() if kind in spec.auto_on)
+
+
+def tuned_by_default(is_cpu: bool) -> tuple[str, ...]:
+    """The kernels ``oclsci tune`` tries unasked on this device kind, ``auto``'s first."""
+    kind, first = device_kind(is_cpu), auto_kernel(is_cpu)
+    return (first,) + tuple(name for name, spec in KERNELS.items()
+                            if kind in spec.tuned_on and name != first)
+
+
+def tunable() -> tuple[str, ...]:
+    """The kernels with a tuning space (the choices of ``oclsci tune --kernel``)."""
+    return tuple(name for name, spec in KERNELS.items() if spec.candidates is not None)

@@ -1,0 +1,126 @@
+"""``bands``: Jacobi for CPUs, without barriers.
+
+Each work-item advances tiles of ``band_h`` rows x ``band_w`` columns (0: the whole width)
+``max_steps`` steps in a private slot of a scratch buffer, recomputing a shrinking halo.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from oclsci.jacobi.specs import (
+    CPU,
+    CPU_CACHE_PER_CU,
+    CPU_LAUNCH,
+    GRID_ARGUMENTS,
+    STEPS,
+    Argument,
+    KernelSpec,
+    Param,
+    cpu_stream_rate,
+    round_up,
+)
+
+PARAMS = (
+    Param("band_h", high=2**24, test_values=range(1, 25)),
+    Param("band_w", default=0, low=0, high=2**24, test_values=(0, 1, 3, 16, 33)),
+    Param("max_steps", high=1024, test_values=range(1, 11)),
+    Param("workers", default=1, high=65536, template=False, test_values=range(1, 7)),
+)
+ARGUMENTS = GRID_ARGUMENTS + (STEPS, Argument("scratch", "buffer"), Argument("scratch_row"),
+                              Argument("scratch_half", "long"))
+# Cache a work-item's two scratch halves should fit in, by default.
+CACHE_BYTES = 384 * 1024
+
+
+def layout(p: Mapping, m: int, n: int) -> dict:
+    """Tiles, workers and scratch sizes (elements) on an m x n grid."""
+    band_h, k = p["band_h"], p["max_steps"]
+    band_w = p["band_w"] or n
+    tiles = math.ceil(m / band_h) * math.ceil(n / band_w)
+    workers = max(1, min(p["workers"], tiles))
+    scratch_row = round_up(band_w + 2 * k, 16)
+    scratch_half = scratch_row * (band_h + 2 * k)
+    return {"tiles": tiles, "workers": workers, "scratch_row": scratch_row,
+            "scratch_half": scratch_half, "scratch_elements": 2 * scratch_half * workers}
+
+
+def launch(p: Mapping, local_size: Any, m: int, n: int):
+    """One work-item per worker."""
+    return (layout(p, m, n)["workers"],), (1,)
+
+
+def defaults(facts: Mapping, dtype: Any, shape: Any) -> list:
+    """Equal bands, a multiple of the number of cores of them, each small enough that a
+    work-item's two scratch halves stay in its core's cache."""
+    m, n = shape or (256, 256)
+    steps = 8
+    band_w = n if n <= 1024 else 512
+    elements = CACHE_BYTES // np.dtype(dtype).itemsize
+    band_h_max = max(8, elements // (round_up(band_w + 2 * steps, 16)) // 2 - 2 * steps)
+    tiles_h = round_up(max(math.ceil(m / band_h_max), 1), facts["cus"])
+    band_h = max(1, math.ceil(m / tiles_h))
+    return [({"band_h": band_h, "band_w": 0 if band_w == n else band_w, "max_steps": steps,
+              "workers": facts["cus"]}, None)]
+
+
+def candidates(shape: tuple[int, int], dtype: Any, facts: Mapping) -> list:
+    """Steps per launch, band widths and bands per core."""
+    m, n = shape
+    cus = facts["cus"]
+    found: list = []
+    widths = [0] if n <= 1024 else [256, 512, 1024, 0]
+    for steps, band_w, bands_per_worker in itertools.product(
+            (1, 2, 4, 8, 16, 32), widths, (1, 2, 3, 4, 6, 8, 12, 16, 32, 64)):
+        tiles_h = cus * bands_per_worker
+        band_h = math.ceil(m / tiles_h)
+        if band_h < 1 or (band_h == 1 and bands_per_worker > 1 and tiles_h > m):
+            continue
+        choice = ({"band_h": band_h, "band_w": band_w, "max_steps": steps, "workers": cus},
+                  None)
+        if choice not in found:
+            found.append(choice)
+    return found
+
+
+def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
+         facts: Mapping) -> float:
+    """CPUs: the tiles and their halos, from cache when the scratch fits in it, in waves
+    of one tile per core. GPUs: not modelled (one work-item per core starves them)."""
+    if not facts["is_cpu"]:
+        return 1.0
+    m, n = shape
+    cus = facts["cus"]
+    parts = layout(p, m, n)
+    k = p["max_steps"]
+    band_w = p["band_w"] or n
+    halo = ((p["band_h"] + k) * (band_w + k)) / (p["band_h"] * band_w)
+    working_set = 2 * parts["scratch_half"] * itemsize
+    rate = (CPU_CACHE_PER_CU * cus if working_set <= 512 * 1024
+            else cpu_stream_rate(itemsize, facts) * 2)
+    waves = math.ceil(parts["tiles"] / min(cus, parts["workers"])) / (
+        parts["tiles"] / min(cus, parts["workers"]))
+    return CPU_LAUNCH / k + m * n * halo * waves / rate
+
+
+SPEC = KernelSpec(
+    name="bands", params=PARAMS, arguments=ARGUMENTS, launch=launch, defaults=defaults,
+    cost=cost, steps_param="max_steps", work_group=lambda p: (1,), scratch=layout,
+    candidates=candidates, suits=CPU, auto_on=CPU, tuned_on=CPU,
+    tile=lambda p: (p["band_h"], p["band_w"] or 16),
+    work_per_item=lambda p, shape, items: -(-(shape[0] * shape[1] * 3) // items),
+    examples=(({"band_h": 5, "band_w": 7, "max_steps": 3, "workers": 3}, None),
+              ({"band_h": 64, "band_w": 0, "max_steps": 8, "workers": 2}, None),
+              ({"band_h": 1, "band_w": 0, "max_steps": 1, "workers": 1}, None),
+              ({"band_h": 3, "band_w": 500, "max_steps": 4, "workers": 2}, None)),
+    corner_cases=(({"band_h": 1, "band_w": 0, "max_steps": 1, "workers": 1}, None),
+                  ({"band_h": 3, "band_w": 5, "max_steps": 2, "workers": 2}, None),
+                  ({"band_h": 7, "band_w": 16, "max_steps": 4, "workers": 3}, None),
+                  ({"band_h": 2, "band_w": 0, "max_steps": 3, "workers": 64}, None),
+                  ({"band_h": 16, "band_w": 1, "max_steps": 8, "workers": 2}, None)),
+)

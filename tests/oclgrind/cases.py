@@ -1,0 +1,180 @@
+"""The case catalogue: every kernel launch that oclsci can make, on tiny grids.
+
+:func:`all_cases`: the Jacobi kernels (:mod:`oclgrind.jacobi`), the residual reduction, the
+tuner's comparison, Mandelbrot, Lomb-Scargle and every elementwise operation;
+:func:`canary_cases`: broken kernels that Oclgrind must report.
+"""
+
+from __future__ import annotations
+
+from oclgrind.jacobi import SHAPES, jacobi_cases, make_id
+
+
+def compare_cases() -> list[dict]:
+    """The tuner's exactness check (``jacobi/compare``): counts differing cells atomically."""
+    from oclsci.runtime import programs
+
+    if "jacobi/compare" not in programs.template_names():
+        return []
+    return [{"id": make_id("compare", dtype, f"{m}x{n}", f"items{items}"), "kind": "compare",
+             "dtype": dtype, "shape": (m, n), "items": items, "cost": m * n}
+            for dtype in ("float32", "float64")
+            for (m, n), items in (((1, 1), 1), ((5, 3), 7), ((17, 40), 64), ((17, 40), 1000))]
+
+
+def residual_cases() -> list[dict]:
+    """The residual reduction: group sizes, accumulator types, row ranges, idle work-items."""
+    cases = []
+    for dtype, acc_dtype in (("float32", "float32"), ("float32", "float64"),
+                             ("float64", "float64")):
+        for group_size in (1, 8, 64):
+            for shape, first_row, rows, groups in (((1, 1), 1, 1, 1), ((5, 3), 1, 5, 3),
+                                                   ((17, 40), 3, 7, 2), ((17, 40), 1, 17, 5)):
+                cases.append({
+                    "id": make_id("residual", dtype, f"acc{acc_dtype}", f"g{group_size}",
+                                   f"{shape[0]}x{shape[1]}", f"rows{first_row}+{rows}",
+                                   f"groups{groups}"),
+                    "kind": "residual", "dtype": dtype, "acc_dtype": acc_dtype,
+                    "group_size": group_size, "shape": shape, "first_row": first_row,
+                    "rows": rows, "groups": groups, "cost": shape[0] * shape[1],
+                })
+    # And through the solver, as `run` uses it (owned-row ranges of an MPI rank included).
+    for shape in SHAPES:
+        cases.append({"id": make_id("residual", "solver", f"{shape[0]}x{shape[1]}"),
+                      "kind": "residual_solver", "shape": shape, "dtype": "float32",
+                      "cost": shape[0] * shape[1]})
+    return cases
+
+
+def _importable(module: str, attribute: str) -> bool:
+    import importlib
+
+    try:
+        return hasattr(importlib.import_module(module), attribute)
+    except ImportError:
+        return False
+
+
+def mandelbrot_cases() -> list[dict]:
+    """The Mandelbrot kernel: vector widths and unrolling, precisions, outputs, bands, tiny
+    windows (one pixel; widths that are not multiples of the pixels per work-item)."""
+    if not _importable("oclsci.mandelbrot", "MandelbrotRenderer"):
+        return []
+    cases = []
+    windows = [  # width, height, maxiter, (xmin, xmax, ymin, ymax), rows
+        (1, 1, 3, (-2.25, 0.75, -1.25, 1.25), None),
+        (7, 3, 20, (-2.25, 0.75, -1.25, 1.25), None),
+        (37, 5, 12, (-0.75, -0.74, 0.1, 0.11), (1, 3)),
+        (17, 4, 1, (-2.0, 2.0, -2.0, 2.0), None),
+    ]
+    # (vector_width, unroll): one pixel per work-item (GPUs), then CPU vectors.
+    shapes = [(1, None), (2, 1), (4, None), (4, 3), (8, 8), (16, 2)]
+    for vector_width, unroll in shapes:
+        for dtype in ("float32", "float64"):
+            for index, (width, height, maxiter, bounds, rows) in enumerate(windows):
+                if dtype == "float64" and index % 2:
+                    continue
+                want_z, want_smooth = index % 2 == 0, index != 3
+                cases.append({
+                    "id": make_id("mandelbrot", f"vw{vector_width}",
+                                   f"u{unroll}" if unroll else "", dtype, f"{width}x{height}",
+                                   f"it{maxiter}", "rows" if rows else "",
+                                   "z" if want_z else "", "smooth" if want_smooth else ""),
+                    "kind": "mandelbrot", "vector_width": vector_width, "unroll": unroll,
+                    "dtype": dtype, "width": width, "height": height, "maxiter": maxiter,
+                    "bounds": bounds, "rows": rows, "want_z": want_z,
+                    "want_smooth": want_smooth, "cost": width * height * maxiter // 4 + 1,
+                })
+    return cases
+
+
+def lombscargle_cases() -> list[dict]:
+    """The Lomb-Scargle kernel: every variant (oclsci.signal.VARIANTS) in both precisions,
+    fast math in float32, one sample at one frequency and frequency counts that are not
+    multiples of the vector width. sin() and cos() in place of sincos(), whose private pointer
+    Oclgrind's uninitialised-value checker cannot follow (a fatal error in Oclgrind)."""
+    if not _importable("oclsci.signal", "Periodogram"):
+        return []
+    from oclsci.signal import VARIANTS
+
+    cases = []
+    for variant in VARIANTS:
+        for dtype in ("float32", "float64"):
+            for fast_math in (False, True):
+                if fast_math and (dtype == "float64" or variant not in ("stride", "vector")):
+                    continue
+                for n, f in ((1, 1), (6, 13)):
+                    cases.append({"id": make_id("lombscargle", variant, dtype,
+                                                 "fast" if fast_math else "", f"n{n}", f"f{f}"),
+                                  "kind": "lombscargle", "variant": variant, "dtype": dtype,
+                                  "fast_math": fast_math, "n": n, "f": f, "cost": n * f + 1})
+    return cases
+
+
+# Sizes of elementwise arrays: one element, less than a work-group, full groups and a tail.
+ELEMENTWISE_SIZES = (1, 300)
+
+
+def elementwise_cases() -> list[dict]:
+    """Every ready-made elementwise operation (``oclsci.elementwise.ops.OPS``) in every dtype,
+    with one and several elements per work-item, and a user kernel with scalars, several
+    outputs, in-place and pyopencl arrays."""
+    if not _importable("oclsci.elementwise.ops", "OPS"):
+        return []
+    from oclsci.elementwise.kernels import TYPE_NAMES
+    from oclsci.elementwise.ops import OPS
+
+    cases = []
+    for name in OPS:
+        for dtype in TYPE_NAMES:
+            for per_item in (1, 3):
+                if per_item > 1 and dtype not in ("int8", "float32", "float64"):
+                    continue
+                sizes = ELEMENTWISE_SIZES if per_item == 1 else (5, 1000)
+                for size in sizes:
+                    cases.append({"id": make_id("elementwise", name, dtype, f"p{per_item}",
+                                                 f"n{size}"),
+                                  "kind": "elementwise", "op": name, "dtype": dtype,
+                                  "per_item": per_item, "size": size, "cost": 1})
+    for dtype in ("float32", "int16"):
+        cases.append({"id": make_id("elementwise", "user-kernel", dtype), "kind":
+                      "elementwise_user", "dtype": dtype, "cost": 1})
+    return cases
+
+
+# Deliberately broken kernels: each must make Oclgrind report (what the report says), which
+# proves that the checks are on and that reports reach the tests.
+CANARIES = {
+    "out-of-bounds-read": (
+        "__kernel void canary(__global float *out, __global const float *in)"
+        "{ size_t i = get_global_id(0); out[i] = in[i + 1]; }",
+        "Invalid read"),
+    "local-race-missing-barrier": (
+        "__kernel void canary(__global float *out, __global const float *in)"
+        "{ __local float t[16]; size_t l = get_local_id(0); t[l] = in[get_global_id(0)];"
+        "  out[get_global_id(0)] = t[(l + 1) % 16]; }",
+        "data race"),
+    "uninitialised-local-read": (
+        "__kernel void canary(__global float *out, __global const float *in)"
+        "{ __local float t[16]; size_t l = get_local_id(0); if (l < 8) t[l] = in[l];"
+        "  barrier(CLK_LOCAL_MEM_FENCE); out[get_global_id(0)] = t[l]; }",
+        "Uninitialized value"),
+}
+
+
+def canary_cases() -> list[dict]:
+    """Broken kernels that Oclgrind must report (see :data:`CANARIES`), and a Jacobi seed
+    kernel that skips a cell, run by the solver like the real cases."""
+    cases = [{"id": f"canary-{name}", "kind": "canary", "source": source, "expect": expect,
+              "cost": 16} for name, (source, expect) in CANARIES.items()]
+    cases.append({"id": "canary-jacobi-unwritten-cell", "kind": "jacobi", "kernel": "seed",
+                  "params": {}, "local_size": None, "shape": (5, 3), "steps": 2,
+                  "dtype": "float32", "break_cell": True, "expect": "Uninitialized value",
+                  "cost": 16})
+    return cases
+
+
+def all_cases() -> list[dict]:
+    """Every case: each kernel oclsci ships (see the generators above)."""
+    return (jacobi_cases() + residual_cases() + compare_cases() + mandelbrot_cases()
+            + elementwise_cases() + lombscargle_cases())
