@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.errors import InputError, OclsciError, OutputError
+from oclsci.errors import InputError, OclsciError, OutputError, first_line
 from oclsci.runtime.signals import SignalExit
 
 IMAGE_SUFFIXES = (".png", ".pgm", ".pnm", ".tif", ".tiff", ".bmp")
@@ -65,7 +65,7 @@ def read_npy(path: Path) -> np.ndarray:
     except InputError:
         raise
     except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds
-        raise InputError(f"{path}: not a readable .npy array ({_first_line(error)})") from None
+        raise InputError(f"{path}: not a readable .npy array ({first_line(error)})") from None
     if dtype.hasobject:
         raise InputError(f"{path}: holds Python objects, not numbers")
     expected = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
@@ -75,12 +75,7 @@ def read_npy(path: Path) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:
-        raise InputError(f"{path}: not a readable .npy array ({_first_line(error)})") from None
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0]
+        raise InputError(f"{path}: not a readable .npy array ({first_line(error)})") from None
 
 
 def _read_image(path: Path) -> np.ndarray:
@@ -92,7 +87,7 @@ def _read_image(path: Path) -> np.ndarray:
         if is_pnm(path):  # Pillow would rescale PGM maxval and invert PBM: parse it here
             return read_pnm(path)
     except OSError as error:
-        raise InputError(f"{path}: not a readable image ({_first_line(error)})") from None
+        raise InputError(f"{path}: not a readable image ({first_line(error)})") from None
     try:
         with warnings.catch_warnings():
             # Pillow warns about damaged metadata; a bad file is reported once, below.
@@ -111,7 +106,7 @@ def _read_image(path: Path) -> np.ndarray:
         raise
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError,
             Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
-        raise InputError(f"{path}: not a readable image ({_first_line(error)})") from None
+        raise InputError(f"{path}: not a readable image ({first_line(error)})") from None
     return array.astype(GRAY_MODES[mode], copy=False)
 
 

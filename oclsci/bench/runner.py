@@ -23,7 +23,7 @@ import pyopencl as cl
 from oclsci import __version__
 from oclsci.bench.core import VARIANT_ERRORS, Case, FaultyVariant, Progress
 from oclsci.bench.measure import FULL, QUICK, run_case
-from oclsci.errors import InputError
+from oclsci.errors import InputError, first_line
 from oclsci.runtime.device import create_context
 
 SCHEMA_ID = "oclsci-bench/1"
@@ -161,8 +161,8 @@ def run_bench(workloads: list[str], *, device: Any = None, quick: bool = False,
         try:
             cases, notes = module.cases(compute, quick)
         except (ImportError, *VARIANT_ERRORS) as error:
-            cases, notes = [], [f"could not prepare its cases: {type(error).__name__}: "
-                                f"{str(error).strip().splitlines()[0] if str(error) else ''}"]
+            cases, notes = [], ["could not prepare its cases: "
+                                + first_line(error, with_type=True)]
         skipped += [{"workload": workload, "reason": note} for note in notes]
         for case in cases:
             if extra_variants is not None:

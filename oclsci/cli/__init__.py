@@ -14,7 +14,7 @@ import sys
 import click
 
 from oclsci import __version__
-from oclsci.errors import KernelBuildError, OclsciError
+from oclsci.errors import KernelBuildError, OclsciError, first_line
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, SignalExit, install_exit_handlers
 
 # Command name -> module defining a click command of the same name.
@@ -105,7 +105,7 @@ def _report(error: Exception) -> int:
     import pyopencl as cl
 
     if isinstance(error, cl.Error):
-        _error(f"OpenCL: {error}".splitlines()[0])
+        _error(first_line(error, with_type=True))
         return 1
     if isinstance(error, MemoryError):
         _error("out of host memory")

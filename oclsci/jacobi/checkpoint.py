@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oclsci.errors import InputError
+from oclsci.errors import InputError, first_line
 from oclsci.io import atomic_path
 from oclsci.jacobi.checks import MAX_ITERATIONS
 
@@ -77,8 +77,8 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
         with np.load(path, allow_pickle=False) as data:
             fields = {name: data[name] for name in data.files}
     except Exception as error:  # noqa: BLE001 - zip and npy readers raise many kinds
-        reason = (str(error).strip() or type(error).__name__).splitlines()[0]
-        raise InputError(f"checkpoint {path}: not a readable checkpoint ({reason})") from None
+        raise InputError(f"checkpoint {path}: not a readable checkpoint "
+                         f"({first_line(error)})") from None
     missing = {"x", "rhs", "iteration", "format_version"} - set(fields)
     if missing:
         raise InputError(f"checkpoint {path}: missing {', '.join(sorted(missing))}")
