@@ -7,11 +7,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from oclsci.errors import InputError
-from oclsci.io import atomic_path
+from oclsci.io import atomic_path, require_matplotlib
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-PLOT_HELP = "--plot needs matplotlib: pip install 'oclsci[plot]'"
 
 
 @lru_cache(maxsize=1)
@@ -42,10 +40,7 @@ def write_markdown(report: dict, path: str | Path) -> None:
 
 def check_plot_available() -> None:
     """Refuse ``--plot`` before any work when matplotlib is missing."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise InputError(PLOT_HELP) from None
+    require_matplotlib("--plot")
 
 
 def number(value: Any, digits: int = 3) -> str:
