@@ -22,6 +22,7 @@ import pyopencl as cl
 
 from oclsci.errors import OclsciError
 from oclsci.runtime import signals
+from oclsci.runtime.timing import timed
 
 # Errors that mark one variant as failed to run (build failure, out of memory, an API that
 # changed...) rather than stopping the whole benchmark: the table shows the message.
@@ -176,9 +177,8 @@ class FaultyVariant:
 
 def host_timed(function: Callable[[], Any]) -> Timing:
     """Time a host (NumPy) call with the host clock."""
-    start = time.perf_counter()
-    output = function()
-    return Timing(time.perf_counter() - start, None, output)
+    seconds, output = timed(function)
+    return Timing(seconds, None, output)
 
 
 def is_finite_number(value: Any) -> bool:

@@ -17,7 +17,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.bench.core import Case, Check, Timing, host_timed
+from oclsci.runtime.timing import timed
 
 SEED_CASE = (2**10, 2**20)
 QUICK_CASE = (2**10, 2**14)
@@ -124,16 +124,16 @@ class OpenclLombScargle:
         if self.plan is None:
             from oclsci.signal import Periodogram
 
-            started = time.perf_counter()
-            self.plan = Periodogram(self.compute, *self.inputs, dtype=self.dtype,
-                                    fast_math=self.fast_math, variant=self.variant)
-            self.plan.run()
-            first = time.perf_counter() - started
+            def first_call() -> Any:
+                plan = Periodogram(self.compute, *self.inputs, dtype=self.dtype,
+                                   fast_math=self.fast_math, variant=self.variant)
+                plan.run()
+                return plan
+
+            first, self.plan = timed(first_call)
             self.description = f"{self.base}; first call in this process {first * 1e3:.1f} ms"
             return Timing(first, None, self.plan.pgram.get().astype(np.float64))
-        start = time.perf_counter()
-        self.plan.run()
-        wall = time.perf_counter() - start
+        wall, _ = timed(self.plan.run)
         timings = self.plan.timings
         return Timing(wall, timings.device_seconds, self.plan.pgram.get().astype(np.float64),
                       timings.source)

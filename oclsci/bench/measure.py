@@ -16,13 +16,13 @@ budget is spent (after one run at least); the record keeps every sample.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from oclsci.bench.core import VARIANT_ERRORS, Case, Check, Timing, Variant, finite_only
 from oclsci.errors import first_line
+from oclsci.runtime.timing import timed
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,9 @@ class CaseRun:
                 break
             self.say(f"{variant.name}: run {index + 1}/{self.repeat} "
                      f"({iterations} {self.case.iteration_unit}s)")
-            start = time.perf_counter()
-            samples.append(variant.run(iterations))
-            spent += time.perf_counter() - start
+            seconds, sample = timed(lambda: variant.run(iterations))
+            samples.append(sample)
+            spent += seconds
         return samples
 
     def reference_at(self, iterations: int) -> Any:

@@ -27,9 +27,10 @@ from oclsci.errors import InputError
 from oclsci.jacobi.checks import check_dtype
 from oclsci.mandelbrot.reference import coordinates, log_horizon_of
 from oclsci.runtime import programs
-from oclsci.runtime.device import ComputeContext, Stopwatch, as_compute_context
+from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.pacing import Pacer
 from oclsci.runtime.partition import row_band  # noqa: F401 - public here since 0.1
+from oclsci.runtime.timing import Stopwatch
 
 DEFAULTS = {
     "width": 1500, "height": 1250, "maxiter": 400,

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +23,7 @@ import pyopencl as cl
 from oclsci.errors import DeviceError, NoPlatformError
 from oclsci.runtime.binding import bind_gpu, node_name, opencl_index
 from oclsci.runtime.icd import register_pip_runtimes
+from oclsci.runtime.timing import Stopwatch
 
 NO_PLATFORM_HELP = (
     "no OpenCL platform found: install one with `pip install 'oclsci[pocl]'` (CPU), or your "
@@ -295,46 +294,6 @@ def list_devices() -> list[dict]:
         for p, platform in enumerate(get_platforms())
         for d, device in enumerate(platform.get_devices())
     ]
-
-
-@dataclass
-class Stopwatch:
-    """Times queued work from OpenCL profiling events, with a host-clock fallback.
-
-    Record the events of the launches to time; ``stop()`` waits for the queue and returns the
-    device seconds between the start of the first and the end of the last recorded event.
-    """
-
-    queue: Any
-    profiling: bool
-    wall_start: float = field(default_factory=time.perf_counter)
-    first_event: Any = None
-    last_event: Any = None
-    device_seconds: float = 0.0
-    wall_seconds: float = 0.0
-    source: str = "host clock"
-
-    def record(self, event: Any) -> None:
-        """Note an event of the timed work (only the first and the last are kept)."""
-        if self.first_event is None:
-            self.first_event = event
-        self.last_event = event
-
-    def stop(self) -> float:
-        """Wait for the queue; set and return ``device_seconds`` (and ``wall_seconds``)."""
-        self.queue.finish()
-        self.wall_seconds = time.perf_counter() - self.wall_start
-        self.device_seconds = self.wall_seconds
-        if self.profiling and self.first_event is not None:
-            try:
-                start = self.first_event.profile.start
-                end = self.last_event.profile.end
-            except cl.Error:
-                return self.device_seconds
-            if end >= start > 0:
-                self.device_seconds = (end - start) * 1e-9
-                self.source = "OpenCL events"
-        return self.device_seconds
 
 
 class ComputeContext:
