@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
+from pyopencl.elementwise import ElementwiseKernel
 
 from oclsci.bench.core import Case, Timing, compare_arrays, host_timed
+from oclsci.elementwise.ops import AXPY
 from oclsci.runtime.pacing import Pacer
 
 DTYPE = np.dtype(np.float32)
@@ -99,8 +101,6 @@ class DeviceAxpy:
 
 def pyopencl_variant(compute, vectors: DeviceVectors) -> DeviceAxpy:
     """PyOpenCL's ``ElementwiseKernel`` (what a PyOpenCL user writes by hand)."""
-    from pyopencl.elementwise import ElementwiseKernel
-
     kernel = ElementwiseKernel(compute.context, "float a, __global const float *x, "
                                "__global float *y", "y[i] = a * x[i] + y[i]", "bench_axpy")
 
@@ -114,8 +114,6 @@ def pyopencl_variant(compute, vectors: DeviceVectors) -> DeviceAxpy:
 def oclsci_variants(compute, vectors: DeviceVectors) -> list:
     """oclsci's ready-made ``axpy`` (:mod:`oclsci.elementwise.ops`) and two code-generation
     variants of it: ``a*x + y`` fused into ``fma``, and 4 elements per work-item."""
-    from oclsci.elementwise.ops import AXPY
-
     variants = []
     for name, kernel, what in (
             ("oclsci-axpy", AXPY, "oclsci.elementwise.ops.axpy (ElementwiseKernel, "
@@ -138,14 +136,9 @@ def cases(compute, quick: bool = False) -> tuple[list[Case], list[str]]:
     x, y = _vectors(size)
     calls = 10 if quick else 20
     vectors = DeviceVectors(compute, x, y)
-    variants = [pyopencl_variant(compute, vectors)]
-    notes = []
-    try:
-        variants = [*oclsci_variants(compute, vectors), *variants]
-    except ImportError as error:
-        notes.append(f"oclsci.elementwise.ops is not available ({error}): PyOpenCL only")
-    notes.append(f"one iteration is one axpy call on {size} elements "
-                 f"({size * 4 / 2**20:.0f} MiB per vector)")
+    variants = [*oclsci_variants(compute, vectors), pyopencl_variant(compute, vectors)]
+    notes = [f"one iteration is one axpy call on {size} elements "
+                 f"({size * 4 / 2**20:.0f} MiB per vector)"]
     return [Case(
         id=f"elementwise-axpy-{size}", workload="elementwise",
         title=f"axpy y = a*x + y, {size:,} float32 elements, {calls} calls",

@@ -20,7 +20,7 @@ def schema() -> dict:
 
 def validate(report: dict) -> None:
     """Raise ``jsonschema.ValidationError`` if ``report`` breaks the schema (needs jsonschema)."""
-    import jsonschema
+    import jsonschema  # optional (the test extra): imported only to validate
 
     jsonschema.validate(report, schema())
 
@@ -181,7 +181,7 @@ def to_markdown(report: dict, level: int = 2) -> str:
 def write_plot(report: dict, path: str | Path) -> None:
     """A PNG of the speed-ups over NumPy, one panel per case (checked variants only)."""
     check_plot_available()
-    import matplotlib
+    import matplotlib  # optional (the plot extra) and slow: imported only to plot
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

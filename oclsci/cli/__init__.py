@@ -102,7 +102,7 @@ def _report(error: Exception) -> int:
         if isinstance(error, KernelBuildError) and error.build_log.strip():
             click.echo("build log:\n" + error.build_log.rstrip(), err=True)
         return error.exit_code
-    import pyopencl as cl
+    import pyopencl as cl  # here, not above: `oclsci --help` and `--version` start without it
 
     if isinstance(error, cl.Error):
         _error(first_line(error, with_type=True))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.lib import format as npy_format
 
 from oclsci.errors import InputError, first_line
 from oclsci.io import atomic_path
@@ -54,8 +55,6 @@ def checkpoint_dtype(path: str | os.PathLike) -> str | None:
 
     None when the file cannot tell (missing or damaged): :func:`load_checkpoint` then says why.
     """
-    from numpy.lib import format as npy_format
-
     try:
         with zipfile.ZipFile(path) as archive, archive.open("x.npy") as stream:
             version = npy_format.read_magic(stream)

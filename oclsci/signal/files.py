@@ -136,7 +136,7 @@ def write_periodogram(path: str | os.PathLike, freqs: np.ndarray, pgram: np.ndar
 
 
 def _plot(path: Path, freqs: np.ndarray, pgram: np.ndarray, title: str) -> None:
-    import matplotlib
+    import matplotlib  # optional (the plot extra) and slow: imported only to plot
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
