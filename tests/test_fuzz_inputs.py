@@ -296,6 +296,7 @@ json_values = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.filterwarnings("ignore::oclsci.errors.OclsciWarning")  # ignored entries say so
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entry=json_values)
