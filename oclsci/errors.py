@@ -69,6 +69,11 @@ class Interrupted(OclsciError):
         self.exit_code = exit_code
 
 
+class OclsciWarning(UserWarning):
+    """Something the user may want to fix that does not stop the run (a broken tuning cache,
+    a runtime that cannot be registered); the CLI shows it as ``oclsci: warning: ...``."""
+
+
 def first_line(error: BaseException, *, with_type: bool = False) -> str:
     """``error`` as one line: the first non-empty line of its message, never empty.
 

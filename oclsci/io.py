@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.lib import format as npy_format
+from PIL import Image, UnidentifiedImageError
 
-from oclsci.errors import InputError, OclsciError, OutputError
+from oclsci.errors import InputError, OclsciError, OutputError, first_line
+from oclsci.pnm import is_pnm, read_pnm, undo_rescaling
 from oclsci.runtime.signals import SignalExit
 
 IMAGE_SUFFIXES = (".png", ".pgm", ".pnm", ".tif", ".tiff", ".bmp")
@@ -50,8 +53,6 @@ def read_array(path: str | os.PathLike) -> np.ndarray:
 
 def read_npy(path: Path) -> np.ndarray:
     """Load a .npy file after checking its header against the file's size."""
-    from numpy.lib import format as npy_format
-
     try:
         with open(path, "rb") as stream:
             if stream.read(6) != b"\x93NUMPY":
@@ -65,7 +66,7 @@ def read_npy(path: Path) -> np.ndarray:
     except InputError:
         raise
     except Exception as error:  # noqa: BLE001 - NumPy's header parser raises many kinds
-        raise InputError(f"{path}: not a readable .npy array ({_first_line(error)})") from None
+        raise InputError(f"{path}: not a readable .npy array ({first_line(error)})") from None
     if dtype.hasobject:
         raise InputError(f"{path}: holds Python objects, not numbers")
     expected = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
@@ -75,24 +76,15 @@ def read_npy(path: Path) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:
-        raise InputError(f"{path}: not a readable .npy array ({_first_line(error)})") from None
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip() or type(error).__name__
-    return text.splitlines()[0]
+        raise InputError(f"{path}: not a readable .npy array ({first_line(error)})") from None
 
 
 def _read_image(path: Path) -> np.ndarray:
-    from PIL import Image, UnidentifiedImageError
-
-    from oclsci.pnm import is_pnm, read_pnm, undo_rescaling
-
     try:
         if is_pnm(path):  # Pillow would rescale PGM maxval and invert PBM: parse it here
             return read_pnm(path)
     except OSError as error:
-        raise InputError(f"{path}: not a readable image ({_first_line(error)})") from None
+        raise InputError(f"{path}: not a readable image ({first_line(error)})") from None
     try:
         with warnings.catch_warnings():
             # Pillow warns about damaged metadata; a bad file is reported once, below.
@@ -111,7 +103,7 @@ def _read_image(path: Path) -> np.ndarray:
         raise
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError,
             Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
-        raise InputError(f"{path}: not a readable image ({_first_line(error)})") from None
+        raise InputError(f"{path}: not a readable image ({first_line(error)})") from None
     return array.astype(GRAY_MODES[mode], copy=False)
 
 
@@ -168,6 +160,21 @@ def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
 
 
 _HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:4]
+
+
+def have_matplotlib() -> bool:
+    """True when matplotlib (the ``plot`` extra) can be imported."""
+    try:
+        import matplotlib.colors  # noqa: F401 - optional and slow: imported only when asked
+    except ImportError:
+        return False
+    return True
+
+
+def require_matplotlib(what: str) -> None:
+    """Refuse, before any work, an output that ``what`` names when matplotlib is missing."""
+    if not have_matplotlib():
+        raise InputError(f"{what} needs matplotlib: pip install 'oclsci[plot]'")
 
 
 def check_distinct_outputs(**paths: str | os.PathLike | None) -> None:
@@ -246,26 +253,34 @@ def to_uint8(array: np.ndarray) -> np.ndarray:
     return np.round((array - low) * (255.0 / (high - low))).astype(np.uint8)
 
 
-def write_array(path: str | os.PathLike, array: np.ndarray) -> None:
+def write_array(path: str | os.PathLike, array: np.ndarray) -> Path:
     """Write ``.npy`` (raw values, exact) or an image (min-max scaled to 8 bits), atomically."""
     path = Path(path)
     if path.suffix.lower() == ".npy":
-        with atomic_path(path) as temporary, open(temporary, "wb") as stream:
-            np.save(stream, np.asarray(array), allow_pickle=False)
-        return
-    write_image(path, to_uint8(array))
+        return write_npy(path, array)
+    return write_image(path, to_uint8(array))
 
 
-def write_image(path: str | os.PathLike, pixels: np.ndarray) -> None:
-    """Write 8-bit gray (H x W) or RGB (H x W x 3) pixels, format from the suffix, atomically."""
-    from PIL import Image
+def write_npy(path: str | os.PathLike, array: np.ndarray) -> Path:
+    """Write ``array`` in NumPy's .npy format whatever the suffix, atomically; return the path."""
+    path = Path(path)
+    with atomic_path(path) as temporary, open(temporary, "wb") as stream:
+        np.save(stream, np.asarray(array), allow_pickle=False)
+    return path
 
+
+def write_image(path: str | os.PathLike, pixels: np.ndarray) -> Path:
+    """Write 8-bit gray (H x W) or RGB (H x W x 3) pixels, format from the suffix, atomically.
+
+    Returns the path.
+    """
     path = Path(path)
     image = Image.fromarray(np.ascontiguousarray(pixels, dtype=np.uint8))
     image_format = {".pgm": "PPM", ".pnm": "PPM", ".tif": "TIFF", ".tiff": "TIFF"}.get(
         path.suffix.lower(), path.suffix.lower().lstrip(".").upper())
     with atomic_path(path) as temporary:
         image.save(temporary, format=image_format)
+    return path
 
 
 def side_by_side(*panels: Any, gap: int = 8) -> np.ndarray:

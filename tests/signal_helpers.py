@@ -49,12 +49,18 @@ def _wait_for(process: subprocess.Popen, ready, what: str, timeout: float = HANG
         time.sleep(0.02)
 
 
+def _computing(pid: int) -> bool:
+    # glibc blocks every signal for a moment while a thread starts (NumPy's BLAS threads, at
+    # start-up): SIGWINCH, which oclsci never blocks, tells that moment from a StopFlag.
+    mask = _mask(pid, "SigBlk")
+    return bool(mask & (1 << (signal.SIGHUP - 1))) and not mask & (1 << (signal.SIGWINCH - 1))
+
+
 def wait_until_computing(process: subprocess.Popen) -> None:
     """Wait until oclsci's compute phase has begun: its main thread then blocks the stop
     signals (SIGHUP among them, which it blocks nowhere else) and collects them by polling;
     context creation, kernel builds and launches all happen inside it."""
-    _wait_for(process, lambda: _mask(process.pid, "SigBlk") & (1 << (signal.SIGHUP - 1)),
-              "its compute phase")
+    _wait_for(process, lambda: _computing(process.pid), "its compute phase")
 
 
 def wait_until_handling(process: subprocess.Popen, signum: int = 15) -> None:

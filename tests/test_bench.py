@@ -20,6 +20,8 @@ from oclsci.bench.core import Progress
 from oclsci.bench.jacobi import SolverJacobi, grid_case, large_plan
 from oclsci.bench.measure import QUICK, Budget, run_case
 from oclsci.bench.report import write_plot
+from oclsci.cli import bench as cli_bench
+from oclsci.cli import main
 from oclsci.jacobi.solver import KERNEL_NAMES
 
 pytestmark = pytest.mark.skipif(not DEVICE_SPECS, reason="no OpenCL device")
@@ -95,15 +97,13 @@ def test_quick_report_contents(quick_run):
     assert "\r" not in quick_run.result.stderr
 
 
-def test_mandelbrot_case_present_when_module_is(quick_run):
-    pytest.importorskip("oclsci.mandelbrot")
+def test_mandelbrot_case_present(quick_run):
     case = next(c for c in quick_run.report["cases"] if c["workload"] == "mandelbrot")
     assert [r["variant"] for r in case["results"]][:3] == ["numpy", "opencl", "opencl+copy"]
     assert not any(r["extrapolated"] for r in case["results"])
 
 
 def test_elementwise_case_has_oclsci_axpy(quick_run):
-    pytest.importorskip("oclsci.elementwise.ops")
     case = next(c for c in quick_run.report["cases"] if c["workload"] == "elementwise")
     names = [r["variant"] for r in case["results"]]
     assert names[:2] == ["numpy", "oclsci-axpy"] and "pyopencl-elementwise" in names
@@ -169,12 +169,43 @@ def test_slow_variant_is_extrapolated_within_budget(tiny_case):
     assert "extrapolated linearly" in to_markdown(_report_around(record))
 
 
-def test_faulty_environment_variable_marks_failure(tmp_path):
-    """The test-only hook through the CLI: exit 1 after writing, the variant marked failed."""
-    pytest.importorskip("oclsci.mandelbrot")
+class FaultyVariant:
+    """A real variant whose result is corrupted and whose time is divided by 100: it would be
+    the fastest of all if the checks did not catch it."""
+
+    kind = "opencl"
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name = f"faulty-{inner.name}"
+        self.description = "test: corrupted result, time divided by 100"
+
+    def run(self, iterations):
+        timing = self.inner.run(iterations)
+        output = np.array(timing.output, copy=True)
+        flat = output.reshape(-1)
+        flat[: max(1, flat.size // 7)] += 1
+        return Timing(timing.wall / 100, None if timing.device is None else timing.device / 100,
+                      output, timing.source)
+
+
+def test_faulty_variant_through_the_cli_marks_failure(tmp_path, monkeypatch, capsys):
+    """A wrong variant added to the run of `oclsci bench`: exit 1 after writing, the variant
+    marked failed."""
+    def add_faulty(case):
+        return [FaultyVariant(case.variants[-1])]
+
+    def run_with_a_faulty_variant(*args, **kwargs):
+        return run_bench(*args, extra_variants=add_faulty, **kwargs)
+
+    monkeypatch.setattr(cli_bench, "run_bench", run_with_a_faulty_variant)
     out = tmp_path / "b.json"
-    result = oclsci("bench", "mandelbrot", "--quick", "--repeat", "1", "--device", DEVICE,
-                    "--json", out, "--quiet", env={"OCLSCI_BENCH_FAULTY": "mandelbrot"})
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "mandelbrot", "--quick", "--repeat", "1", "--device", DEVICE,
+              "--json", str(out), "--quiet"])
+    captured = capsys.readouterr()
+    assert stop.value.code == 1
+    result = SimpleNamespace(returncode=stop.value.code, stderr=captured.err)
     assert_one_line_error(result, "failed their check", "faulty-", "outputs written")
     report = json.loads(out.read_text())
     pytest.importorskip("jsonschema")

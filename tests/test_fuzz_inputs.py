@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from oclsci.errors import InputError
+from oclsci.errors import InputError, OclsciWarning
 from oclsci.io import read_array
 from oclsci.jacobi.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from oclsci.jacobi.solver import validate_rhs
@@ -272,13 +272,18 @@ def test_tuning_cache_reader_on_broken_files(tmp_path, capsys):
     @given(mutated([seed, b"{}", b'{"format": 1, "entries": []}']))
     def check(data):
         path.write_bytes(data)
-        with time_limit(READER_TIMEOUT_S, "load_cache"):
+        with time_limit(READER_TIMEOUT_S, "load_cache"), \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
             entries = tuning.load_cache(path)
         assert isinstance(entries, dict)
+        for warning in caught:
+            assert warning.category is OclsciWarning, warning
+            assert str(warning.message).startswith("ignoring the tuning cache"), warning
+            assert "\n" not in str(warning.message)
 
     check()
-    for line in capsys.readouterr().err.splitlines():
-        assert line.startswith("oclsci: warning: ignoring the tuning cache"), line
+    assert capsys.readouterr().err == ""
 
 
 json_values = st.recursive(
@@ -291,6 +296,7 @@ json_values = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.filterwarnings("ignore::oclsci.errors.OclsciWarning")  # ignored entries say so
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entry=json_values)

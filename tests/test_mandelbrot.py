@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -167,16 +168,30 @@ def test_api_bad_input(any_compute):
 
 
 def test_failed_png_write_leaves_nothing(tmp_path, monkeypatch):
-    from oclsci.errors import OutputError
-    from oclsci.mandelbrot import shading as render
+    from PIL import Image
 
-    def broken(temp):
-        temp.write_bytes(b"partial")
+    from oclsci.errors import OutputError
+    from oclsci.io import write_image
+
+    def broken(image, temp, **options):
+        Path(temp).write_bytes(b"partial")
         raise OSError("disk full")
 
+    monkeypatch.setattr(Image.Image, "save", broken)
     with pytest.raises(OutputError, match="out.png: cannot write"):
-        render.write_atomically(tmp_path / "out.png", broken)
+        write_image(tmp_path / "out.png", np.zeros((4, 5, 3), dtype=np.uint8))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_old_writer_names_warn_and_write(tmp_path):
+    from oclsci.mandelbrot import shading
+
+    counts = np.arange(12, dtype=np.int32).reshape(3, 4)
+    with pytest.warns(DeprecationWarning, match="oclsci.io.write_npy"):
+        shading.write_npy(tmp_path / "c.npy", counts)
+    np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), counts)
+    with pytest.warns(DeprecationWarning, match="oclsci.io.write_image"):
+        assert shading.write_png is not None
 
 
 def test_numpy_colouring():

@@ -14,7 +14,7 @@ same run. Modules: :mod:`.core` (timing, checks), :mod:`.runner` (devices, repor
 
 from __future__ import annotations
 
-from oclsci.bench.core import Case, Check, FaultyVariant, Timing, compare_arrays
+from oclsci.bench.core import Case, Check, Timing, compare_arrays
 from oclsci.bench.report import (
     schema,
     to_markdown,
@@ -26,7 +26,7 @@ from oclsci.bench.report import (
 from oclsci.bench.runner import SCHEMA_ID, WORKLOADS, failures, parse_workloads, run_bench
 
 __all__ = [
-    "Case", "Check", "FaultyVariant", "Timing", "compare_arrays", "schema", "to_markdown",
+    "Case", "Check", "Timing", "compare_arrays", "schema", "to_markdown",
     "validate", "write_json", "write_markdown", "write_plot", "SCHEMA_ID", "WORKLOADS",
     "failures", "parse_workloads", "run_bench",
 ]

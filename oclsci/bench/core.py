@@ -10,7 +10,6 @@ of the timed part only: ``wall`` from the host clock (first enqueue to ``queue.f
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -22,11 +21,12 @@ import pyopencl as cl
 
 from oclsci.errors import OclsciError
 from oclsci.runtime import signals
+from oclsci.runtime.timing import timed
 
-# Errors that mark one variant as failed to run (build failure, out of memory, an API that
-# changed...) rather than stopping the whole benchmark: the table shows the message.
-VARIANT_ERRORS = (OclsciError, cl.Error, MemoryError, RuntimeError, ValueError, OSError,
-                  TypeError, AttributeError, KeyError, IndexError, ArithmeticError)
+# Errors that mark one variant as failed to run rather than stopping the whole benchmark (the
+# table shows the message): OpenCL's (build failure, device out of memory), oclsci's (bad input,
+# a device that cannot), and host memory. Any other error is a bug and stops the run.
+VARIANT_ERRORS = (OclsciError, cl.Error, MemoryError)
 
 
 @dataclass
@@ -152,35 +152,7 @@ class Progress:
             self.shown = False
 
 
-class FaultyVariant:
-    """Test-only: a real variant whose result is corrupted and whose time is divided by 100.
-
-    It would be the fastest of all if the checks did not catch it (``OCLSCI_BENCH_FAULTY``).
-    """
-
-    kind = "opencl"
-
-    def __init__(self, inner: Variant):
-        self.inner = inner
-        self.name = f"faulty-{inner.name}"
-        self.description = "test only: corrupted result, time divided by 100"
-
-    def run(self, iterations: int) -> Timing:
-        timing = self.inner.run(iterations)
-        output = np.array(timing.output, copy=True)
-        flat = output.reshape(-1)
-        flat[: max(1, flat.size // 7)] += 1
-        return Timing(timing.wall / 100, None if timing.device is None else timing.device / 100,
-                      output, timing.source)
-
-
 def host_timed(function: Callable[[], Any]) -> Timing:
     """Time a host (NumPy) call with the host clock."""
-    start = time.perf_counter()
-    output = function()
-    return Timing(time.perf_counter() - start, None, output)
-
-
-def is_finite_number(value: Any) -> bool:
-    """True for a real number that JSON can hold."""
-    return isinstance(value, (int, float)) and math.isfinite(value)
+    seconds, output = timed(function)
+    return Timing(seconds, None, output)

@@ -17,7 +17,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,9 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.bench.core import Case, Check, Timing, host_timed
+from oclsci.runtime import programs
+from oclsci.runtime.timing import timed
+from oclsci.signal import VARIANTS, Periodogram, float32_bound, lombscargle_numpy
 
 SEED_CASE = (2**10, 2**20)
 QUICK_CASE = (2**10, 2**14)
@@ -55,15 +57,14 @@ class ScipyLombScargle:
 
     def __init__(self, x: np.ndarray, y: np.ndarray, freqs: np.ndarray):
         self.x, self.y, self.freqs = x, y, freqs
-        try:
+        try:  # SciPy is optional: without it, its algorithm in NumPy is the reference
             from scipy.signal import lombscargle as function
 
             self.description = (f"scipy.signal.lombscargle, float64, on blocks of "
                                 f"{max(1, SCIPY_BLOCK_PAIRS // x.size)} frequencies; one "
                                 "timed call, shared by the float32 and float64 tables")
         except ImportError:
-            from oclsci.signal import lombscargle_numpy as function
-
+            function = lombscargle_numpy
             self.description = "oclsci.signal.lombscargle_numpy (SciPy's algorithm; no SciPy)"
         self.function = function
 
@@ -94,8 +95,6 @@ class OpenclLombScargle:
 
     def __init__(self, compute: Any, inputs: tuple, dtype: str, variant: str,
                  fast_math: bool = False):
-        from oclsci.signal import VARIANTS
-
         self.compute, self.inputs, self.dtype = compute, inputs, dtype
         self.variant, self.fast_math = variant, fast_math
         self.name = variant + ("+fast-math" if fast_math else "")
@@ -122,18 +121,16 @@ class OpenclLombScargle:
         """The first call (the bench's warm-up) includes the plan and the program build (from
         PyOpenCL's disk cache when warm); its time goes into the description."""
         if self.plan is None:
-            from oclsci.signal import Periodogram
+            def first_call() -> Any:
+                plan = Periodogram(self.compute, *self.inputs, dtype=self.dtype,
+                                   fast_math=self.fast_math, variant=self.variant)
+                plan.run()
+                return plan
 
-            started = time.perf_counter()
-            self.plan = Periodogram(self.compute, *self.inputs, dtype=self.dtype,
-                                    fast_math=self.fast_math, variant=self.variant)
-            self.plan.run()
-            first = time.perf_counter() - started
+            first, self.plan = timed(first_call)
             self.description = f"{self.base}; first call in this process {first * 1e3:.1f} ms"
             return Timing(first, None, self.plan.pgram.get().astype(np.float64))
-        start = time.perf_counter()
-        self.plan.run()
-        wall = time.perf_counter() - start
+        wall, _ = timed(self.plan.run)
         timings = self.plan.timings
         return Timing(wall, timings.device_seconds, self.plan.pgram.get().astype(np.float64),
                       timings.source)
@@ -169,9 +166,6 @@ def sincos_bound(compute: Any, pairs: float) -> str | None:
 
 def registers(compute: Any, dtype: str, fast_math: bool) -> str | None:
     """Registers per work-item of the kept kernel where the driver says (NVIDIA's -nv-verbose)."""
-    from oclsci.runtime import programs
-    from oclsci.signal import VARIANTS
-
     if "nvidia" not in compute.platform.name.lower():
         return None
     options = ("-cl-nv-verbose",) + (("-cl-fast-relaxed-math",) if fast_math else ())
@@ -231,8 +225,6 @@ def fresh_process_first_call(compute: Any, samples: int, frequencies: int, dtype
 
 def cases(compute: Any, quick: bool = False) -> tuple[list[Case], list[str]]:
     """The seed's case in float32 and float64 (smaller with ``quick``)."""
-    from oclsci.signal import VARIANTS, float32_bound
-
     samples, frequencies = QUICK_CASE if quick else SEED_CASE
     inputs = seed_inputs(samples, frequencies)
     reference = ScipyLombScargle(*inputs)

@@ -14,6 +14,8 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.bench.core import Case, Check, Timing, host_timed
+from oclsci.mandelbrot.reference import mandelbrot_numpy
+from oclsci.mandelbrot.renderer import DEFAULTS, MandelbrotRenderer, default_vector_width
 
 QUICK_SIZE = (600, 500)
 # Pixels whose escape count may differ from NumPy's (float rounding at the set's edge).
@@ -44,8 +46,6 @@ class NumpyMandelbrot:
     description = "NumPy on the host: the seed's masked loop, complex64"
 
     def __init__(self, params: dict):
-        from oclsci.mandelbrot.reference import mandelbrot_numpy
-
         self.params, self.function = params, mandelbrot_numpy
 
     def run(self, iterations: int) -> Timing:
@@ -61,8 +61,6 @@ class RendererMandelbrot:
 
     def __init__(self, compute, params: dict, *, copy_back: bool,
                  vector_width: int | None = None):
-        from oclsci.mandelbrot.renderer import MandelbrotRenderer, default_vector_width
-
         self.compute, self.params = compute, params
         self.copy_back, self.vector_width = copy_back, vector_width
         self.renderer_class = MandelbrotRenderer
@@ -100,10 +98,6 @@ class RendererMandelbrot:
 
 def cases(compute, quick: bool = False) -> tuple[list[Case], list[str]]:
     """The seed's Mandelbrot case (smaller with ``quick``), or a note when unavailable."""
-    try:
-        from oclsci.mandelbrot.renderer import DEFAULTS, default_vector_width
-    except ImportError as error:
-        return [], [f"oclsci.mandelbrot is not available ({error})"]
     params = {k: v for k, v in DEFAULTS.items() if k != "maxiter"}
     if quick:
         params["width"], params["height"] = QUICK_SIZE

@@ -16,12 +16,13 @@ budget is spent (after one run at least); the record keeps every sample.
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from oclsci.bench.core import VARIANT_ERRORS, Case, Check, Timing, Variant, finite_only
+from oclsci.errors import first_line
+from oclsci.runtime.timing import timed
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,6 @@ RESULT_FIGURES = ("wall_seconds", "device_seconds", "speedup_vs_numpy", "us_per_
 def _median(values: list) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
-
-
-def _one_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
 
 
 def _round_down(value: int) -> int:
@@ -75,9 +71,9 @@ class CaseRun:
                 break
             self.say(f"{variant.name}: run {index + 1}/{self.repeat} "
                      f"({iterations} {self.case.iteration_unit}s)")
-            start = time.perf_counter()
-            samples.append(variant.run(iterations))
-            spent += time.perf_counter() - start
+            seconds, sample = timed(lambda: variant.run(iterations))
+            samples.append(sample)
+            spent += seconds
         return samples
 
     def reference_at(self, iterations: int) -> Any:
@@ -212,7 +208,8 @@ def run_case(case: Case, repeat: int, progress: Callable[[str], None] | None = N
                 state.run_variant(variant, record)
         except VARIANT_ERRORS as error:
             state.reference_failed |= index == 0
-            record.update(status="error", check={"passed": False, "message": _one_line(error)},
+            message = first_line(error, with_type=True)
+            record.update(status="error", check={"passed": False, "message": message},
                           **{key: None for key in RESULT_FIGURES})
             continue
         if record["status"] == "ok":

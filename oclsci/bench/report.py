@@ -7,11 +7,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from oclsci.errors import InputError
-from oclsci.io import atomic_path
+from oclsci.io import atomic_path, require_matplotlib
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
-PLOT_HELP = "--plot needs matplotlib: pip install 'oclsci[plot]'"
 
 
 @lru_cache(maxsize=1)
@@ -22,7 +20,7 @@ def schema() -> dict:
 
 def validate(report: dict) -> None:
     """Raise ``jsonschema.ValidationError`` if ``report`` breaks the schema (needs jsonschema)."""
-    import jsonschema
+    import jsonschema  # optional (the test extra): imported only to validate
 
     jsonschema.validate(report, schema())
 
@@ -42,10 +40,7 @@ def write_markdown(report: dict, path: str | Path) -> None:
 
 def check_plot_available() -> None:
     """Refuse ``--plot`` before any work when matplotlib is missing."""
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        raise InputError(PLOT_HELP) from None
+    require_matplotlib("--plot")
 
 
 def number(value: Any, digits: int = 3) -> str:
@@ -186,7 +181,7 @@ def to_markdown(report: dict, level: int = 2) -> str:
 def write_plot(report: dict, path: str | Path) -> None:
     """A PNG of the speed-ups over NumPy, one panel per case (checked variants only)."""
     check_plot_available()
-    import matplotlib
+    import matplotlib  # optional (the plot extra) and slow: imported only to plot
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

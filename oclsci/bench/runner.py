@@ -15,15 +15,16 @@ import socket
 import statistics
 import sys
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
 from oclsci import __version__
-from oclsci.bench.core import VARIANT_ERRORS, Case, FaultyVariant, Progress
+from oclsci.bench.core import VARIANT_ERRORS, Case, Progress
 from oclsci.bench.measure import FULL, QUICK, run_case
-from oclsci.errors import InputError
+from oclsci.errors import InputError, first_line
 from oclsci.runtime.device import create_context
 
 SCHEMA_ID = "oclsci-bench/1"
@@ -36,9 +37,6 @@ WORKLOADS = {
 }
 # Named only: SciPy's Lomb-Scargle alone takes minutes at the seed's size on a CPU core.
 NOT_IN_ALL = ("lombscargle",)
-# Test-only: a comma-separated list of workloads (or "all") that get a deliberately wrong
-# variant, to show that the checks catch it and keep it out of the speed-ups.
-FAULTY_VARIABLE = "OCLSCI_BENCH_FAULTY"
 
 
 def parse_workloads(names: tuple[str, ...] | list[str]) -> list[str]:
@@ -86,8 +84,6 @@ def measure_copy_bandwidth(compute: Any, quick: bool = False, repeat: int = 5) -
 
 
 def _version(module: str) -> str | None:
-    from importlib import metadata
-
     try:
         return metadata.version(module)
     except metadata.PackageNotFoundError:
@@ -129,20 +125,14 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def _faulty_workloads() -> set[str]:
-    value = os.environ.get(FAULTY_VARIABLE, "").strip()
-    if not value:
-        return set()
-    return set(WORKLOADS) if value in ("1", "all") else {v.strip() for v in value.split(",")}
-
-
 def run_bench(workloads: list[str], *, device: Any = None, quick: bool = False,
               repeat: int = 3, progress: Callable[[str], None] | None = None,
               extra_variants: Callable[[Case], list] | None = None,
               command_line: list[str] | None = None) -> dict:
     """Run ``workloads`` on one device; return the report (a JSON-ready dict).
 
-    ``extra_variants(case)`` may add variants to a case (tests use it to add a wrong one).
+    ``extra_variants(case)`` may add variants to a case (e.g. one under development; the tests
+    add a wrong one).
     """
     if repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {repeat}")
@@ -153,22 +143,20 @@ def run_bench(workloads: list[str], *, device: Any = None, quick: bool = False,
     load_at_start = _load_average()
     progress("bench: measuring the device's copy bandwidth")
     copy = measure_copy_bandwidth(compute, quick)
-    faulty = _faulty_workloads()
     records, skipped = [], []
     for workload in workloads:
+        # Imported when chosen: a bench of one workload loads only that one's modules.
         module = importlib.import_module(WORKLOADS[workload])
         progress(f"bench {workload}: preparing")
         try:
             cases, notes = module.cases(compute, quick)
-        except (ImportError, *VARIANT_ERRORS) as error:
-            cases, notes = [], [f"could not prepare its cases: {type(error).__name__}: "
-                                f"{str(error).strip().splitlines()[0] if str(error) else ''}"]
+        except VARIANT_ERRORS as error:
+            cases, notes = [], ["could not prepare its cases: "
+                                + first_line(error, with_type=True)]
         skipped += [{"workload": workload, "reason": note} for note in notes]
         for case in cases:
             if extra_variants is not None:
                 case.variants += list(extra_variants(case))
-            if workload in faulty and case.variants:
-                case.variants.append(FaultyVariant(case.variants[-1]))
             records.append(run_case(case, repeat, progress, copy["gb_per_s"],
                                     QUICK if quick else FULL))
     finished = datetime.datetime.now(datetime.timezone.utc)

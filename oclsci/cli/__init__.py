@@ -10,11 +10,12 @@ import importlib
 import importlib.util
 import signal
 import sys
+import warnings
 
 import click
 
 from oclsci import __version__
-from oclsci.errors import KernelBuildError, OclsciError
+from oclsci.errors import KernelBuildError, OclsciError, OclsciWarning, first_line
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, SignalExit, install_exit_handlers
 
 # Command name -> module defining a click command of the same name.
@@ -63,9 +64,26 @@ def _error(message: str) -> None:
     click.echo(f"oclsci: error: {message}", err=True)
 
 
+def _show_warnings_as_lines() -> None:
+    """Show :class:`OclsciWarning` as one line ``oclsci: warning: ...``, others as Python does."""
+    python_show = warnings.showwarning
+    if getattr(python_show, "shows_oclsci_warnings", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, OclsciWarning):
+            click.echo(f"oclsci: warning: {message}", err=True)
+        else:
+            python_show(message, category, filename, lineno, file, line)
+
+    show.shows_oclsci_warnings = True
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``oclsci`` console script."""
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    _show_warnings_as_lines()
     try:
         install_exit_handlers()  # SIGINT too: no KeyboardInterrupt for click to catch
         cli.main(args=argv, prog_name="oclsci", standalone_mode=False)
@@ -102,10 +120,10 @@ def _report(error: Exception) -> int:
         if isinstance(error, KernelBuildError) and error.build_log.strip():
             click.echo("build log:\n" + error.build_log.rstrip(), err=True)
         return error.exit_code
-    import pyopencl as cl
+    import pyopencl as cl  # here, not above: `oclsci --help` and `--version` start without it
 
     if isinstance(error, cl.Error):
-        _error(f"OpenCL: {error}".splitlines()[0])
+        _error(first_line(error, with_type=True))
         return 1
     if isinstance(error, MemoryError):
         _error("out of host memory")

@@ -4,8 +4,19 @@ from __future__ import annotations
 
 import click
 
+from oclsci.bench.core import Progress
+from oclsci.bench.report import (
+    check_plot_available,
+    to_markdown,
+    write_json,
+    write_markdown,
+    write_plot,
+)
+from oclsci.bench.runner import failures, parse_workloads, run_bench
 from oclsci.cli.options import device_option, quiet_option
 from oclsci.errors import InputError, OclsciError
+from oclsci.io import check_output_path
+from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import StopFlag
 
 DEFAULT_REPEAT = 3
@@ -52,18 +63,6 @@ def bench_command(workloads, device, quick, repeat, json_path, markdown_path, pl
     standard output; progress goes to standard error on a terminal. How to read them, and
     the JSON schema: docs/benchmarks.md.
     """
-    from oclsci.bench import failures, parse_workloads, run_bench
-    from oclsci.bench.core import Progress
-    from oclsci.bench.report import (
-        check_plot_available,
-        to_markdown,
-        write_json,
-        write_markdown,
-        write_plot,
-    )
-    from oclsci.io import check_output_path
-    from oclsci.runtime.device import create_context
-
     chosen = parse_workloads(workloads)
     if repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {repeat}")

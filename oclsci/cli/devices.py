@@ -6,7 +6,8 @@ import json
 
 import click
 
-from oclsci.runtime.device import empty_platforms, list_devices
+from oclsci.errors import NoPlatformError
+from oclsci.runtime.device import empty_platforms, get_platforms, list_devices, no_device_message
 
 
 def _gib(nbytes: int) -> str:
@@ -20,9 +21,6 @@ def devices_command(as_json: bool) -> None:
     devices = list_devices()
     empty = empty_platforms()
     if not devices:
-        from oclsci.errors import NoPlatformError
-        from oclsci.runtime.device import get_platforms, no_device_message
-
         raise NoPlatformError(no_device_message(get_platforms()))
     if as_json:
         click.echo(json.dumps(devices, indent=2))

@@ -15,6 +15,7 @@ from oclsci.elementwise.kernels import TYPE_NAMES
 from oclsci.elementwise.ops import OPS
 from oclsci.errors import InputError, OclsciError
 from oclsci.runtime.device import create_context
+from oclsci.runtime.timing import event_seconds
 
 
 class CheckFailed(OclsciError):
@@ -27,13 +28,6 @@ def random_array(rng: np.random.Generator, size: int, dtype: np.dtype) -> np.nda
         info = np.iinfo(dtype)
         return rng.integers(info.min, info.max, size=size, dtype=dtype, endpoint=True)
     return rng.standard_normal(size, dtype=np.float64).astype(dtype)
-
-
-def _event_seconds(event: cl.Event, last: cl.Event | None = None) -> float:
-    """Device seconds from the start of ``event`` to the end of ``last`` (default: itself)."""
-    last = last or event
-    last.wait()
-    return (last.profile.end - event.profile.start) * 1e-9
 
 
 def run_op(name: str, size: int, dtype: str, device: str | None, repeat: int,
@@ -84,12 +78,12 @@ def run_op(name: str, size: int, dtype: str, device: str | None, repeat: int,
     kernel_seconds = []
     for _ in range(repeat):
         kernel(*args, device=compute)
-        kernel_seconds.append(_event_seconds(kernel.last_events[0], kernel.last_events[-1]))
+        kernel_seconds.append(event_seconds(kernel.last_events[0], kernel.last_events[-1]))
     # Device-to-device copy of one array, for comparison.
     source = device_arrays[op.arrays[0]]
     target = cla.empty(queue, size, dtype_)
     cl.enqueue_copy(queue, target.data, source.data, byte_count=nbytes).wait()
-    copy_seconds = [_event_seconds(cl.enqueue_copy(queue, target.data, source.data,
+    copy_seconds = [event_seconds(cl.enqueue_copy(queue, target.data, source.data,
                                                    byte_count=nbytes))
                     for _ in range(repeat)]
     seconds = statistics.median(kernel_seconds)

@@ -83,14 +83,15 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     written = []
     render_seconds = 0.0
     if image_path is not None:
-        from oclsci.mandelbrot.shading import shade, write_png
+        from oclsci.io import write_image
+        from oclsci.mandelbrot.shading import shade
 
         start = time.perf_counter()
-        write_png(image_path, shade(result.smooth, renderer=renderer))
+        write_image(image_path, shade(result.smooth, renderer=renderer))
         render_seconds = time.perf_counter() - start
         written.append(image_path)
     if counts_path is not None:
-        from oclsci.mandelbrot.shading import write_npy
+        from oclsci.io import write_npy
 
         write_npy(counts_path, result.counts)
         written.append(counts_path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import click
 
@@ -11,6 +10,7 @@ from oclsci.cli.options import device_option
 from oclsci.errors import OclsciError
 from oclsci.io import atomic_path
 from oclsci.runtime.device import create_context
+from oclsci.runtime.timing import timed
 from oclsci.selftest import selftest, summary
 
 
@@ -34,9 +34,8 @@ def selftest_command(device: str | None, json_path: str | None, quick: bool) -> 
     click.echo(f"  OpenCL {info['opencl_version']}, driver {info['driver_version']}; "
                f"max work-group {info['max_work_group_size']}, local "
                f"{info['local_mem_bytes'] // 1024} KiB, fp64 {'yes' if info['fp64'] else 'no'}")
-    start = time.perf_counter()
-    results = selftest(compute, quick=quick, report=lambda check: click.echo(check.line()))
-    seconds = time.perf_counter() - start
+    seconds, results = timed(
+        lambda: selftest(compute, quick=quick, report=lambda check: click.echo(check.line())))
     failed = [r for r in results if not r.passed]
     if json_path:
         with atomic_path(json_path) as temporary:

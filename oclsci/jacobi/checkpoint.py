@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from numpy.lib import format as npy_format
 
-from oclsci.errors import InputError
+from oclsci.errors import InputError, first_line
 from oclsci.io import atomic_path
 from oclsci.jacobi.checks import MAX_ITERATIONS
 
@@ -54,8 +55,6 @@ def checkpoint_dtype(path: str | os.PathLike) -> str | None:
 
     None when the file cannot tell (missing or damaged): :func:`load_checkpoint` then says why.
     """
-    from numpy.lib import format as npy_format
-
     try:
         with zipfile.ZipFile(path) as archive, archive.open("x.npy") as stream:
             version = npy_format.read_magic(stream)
@@ -77,8 +76,8 @@ def load_checkpoint(path: str | os.PathLike) -> Checkpoint:
         with np.load(path, allow_pickle=False) as data:
             fields = {name: data[name] for name in data.files}
     except Exception as error:  # noqa: BLE001 - zip and npy readers raise many kinds
-        reason = (str(error).strip() or type(error).__name__).splitlines()[0]
-        raise InputError(f"checkpoint {path}: not a readable checkpoint ({reason})") from None
+        raise InputError(f"checkpoint {path}: not a readable checkpoint "
+                         f"({first_line(error)})") from None
     missing = {"x", "rhs", "iteration", "format_version"} - set(fields)
     if missing:
         raise InputError(f"checkpoint {path}: missing {', '.join(sorted(missing))}")

@@ -7,5 +7,6 @@
 
 from oclsci.mandelbrot.reference import mandelbrot_numpy
 from oclsci.mandelbrot.renderer import MandelbrotRenderer, MandelbrotResult, mandelbrot
+from oclsci.runtime.partition import row_band
 
-__all__ = ["MandelbrotRenderer", "MandelbrotResult", "mandelbrot", "mandelbrot_numpy"]
+__all__ = ["MandelbrotRenderer", "MandelbrotResult", "mandelbrot", "mandelbrot_numpy", "row_band"]

@@ -16,7 +16,6 @@ coordinates are those of the full image, so bands computed separately (e.g. by M
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,8 +27,10 @@ from oclsci.errors import InputError
 from oclsci.jacobi.checks import check_dtype
 from oclsci.mandelbrot.reference import coordinates, log_horizon_of
 from oclsci.runtime import programs
-from oclsci.runtime.device import ComputeContext, Stopwatch, as_compute_context
+from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.partition import row_band  # noqa: F401 - public here since 0.1
+from oclsci.runtime.timing import Stopwatch
 
 DEFAULTS = {
     "width": 1500, "height": 1250, "maxiter": 400,
@@ -102,17 +103,6 @@ def parse_horizon(text: Any) -> float:
         if isinstance(value, complex) or not math.isfinite(value):
             raise InputError(f"horizon {string!r} is not a finite real number")
     return value
-
-
-def row_band(height: int, parts: int, index: int) -> tuple[int, int]:
-    """``(first_row, row_count)`` of band ``index`` when ``height`` rows are shared out in
-    ``parts`` contiguous bands of nearly equal sizes (the first ``height % parts`` get one more).
-    """
-    if parts < 1 or not 0 <= index < parts:
-        raise InputError(f"band {index} of {parts}: need 0 <= index < parts")
-    base, extra = divmod(int(height), parts)
-    first = index * base + min(index, extra)
-    return first, base + (1 if index < extra else 0)
 
 
 def validate(width: int, height: int, maxiter: int, xmin: float, xmax: float, ymin: float,
@@ -392,8 +382,3 @@ def mandelbrot(width: int = 1500, height: int = 1250, maxiter: int = 400,
                                   dtype=dtype, rows=rows, vector_width=vector_width,
                                   unroll=unroll)
     return renderer.run(want_z=return_z, want_smooth=return_smooth)
-
-
-def median(values: list[float]) -> float:
-    """Median of timings (helper for summaries and benchmarks)."""
-    return statistics.median(values)

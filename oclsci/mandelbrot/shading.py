@@ -1,4 +1,4 @@
-"""Colour a Mandelbrot smooth count like the seed's picture and write PNG files atomically.
+"""Colour a Mandelbrot smooth count like the seed's picture.
 
 The seed shades the smooth count with ``matplotlib.colors.LightSource(azdeg=315, altdeg=10)``,
 the ``hot`` colour map, ``PowerNorm(0.3)``, ``vert_exag=1.5`` and ``blend_mode='hsv'``. With
@@ -6,21 +6,19 @@ matplotlib installed (the ``plot`` extra) :func:`shade` calls exactly that; with
 port of the same steps (hot colour map, power normalisation, hill shading, HSV blend) gives
 nearly the same picture.
 
-Writers put the data in a temporary file of the destination's folder and ``os.replace`` it, so
-that a reader never sees a partial file and nothing is left behind on error.
+:func:`oclsci.io.write_image` writes the picture (atomically).
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from pathlib import Path
+import warnings
 from typing import Any
 
 import numpy as np
 
+from oclsci import io
 from oclsci.errors import InputError
-from oclsci.io import atomic_path
+from oclsci.io import have_matplotlib
 
 AZDEG = 315.0
 ALTDEG = 10.0
@@ -35,15 +33,6 @@ _HOT = {
 }
 # matplotlib quantises colour maps into a table of this many entries.
 _LUT_SIZE = 256
-
-
-def have_matplotlib() -> bool:
-    """True when matplotlib can be imported."""
-    try:
-        import matplotlib.colors  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def hot_colormap(values: np.ndarray) -> np.ndarray:
@@ -154,7 +143,7 @@ def shade_numpy(smooth: np.ndarray) -> np.ndarray:
 
 def shade_matplotlib(smooth: np.ndarray) -> np.ndarray:
     """The seed's shading through matplotlib: RGB floats in [0, 1], shape (rows, cols, 3)."""
-    import matplotlib
+    import matplotlib  # optional (the plot extra) and slow: imported only for this renderer
     from matplotlib import colors
 
     light = colors.LightSource(azdeg=AZDEG, altdeg=ALTDEG)
@@ -188,28 +177,15 @@ def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower") -> 
     return np.clip(np.round(rgb * 255.0), 0, 255).astype(np.uint8)
 
 
-def write_atomically(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:
-    """Call ``write(temp_path)`` then move the file to ``path`` atomically; return ``path``."""
-    folder = Path(path).parent if str(Path(path).parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"cannot write {path}: folder {folder} does not exist")
-    with atomic_path(path) as temp:
-        write(temp)
-    return Path(path)
+# Writers of oclsci 0.1, now in oclsci.io: kept for one release.
+_MOVED_WRITERS = {"write_png": "write_image", "write_npy": "write_npy"}
 
 
-def write_png(path: str | os.PathLike, rgb: np.ndarray) -> Path:
-    """Write a uint8 RGB image (rows, cols, 3) as a PNG file, atomically."""
-    from PIL import Image
-
-    image = Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8), mode="RGB") \
-        if rgb.ndim == 3 else Image.fromarray(np.ascontiguousarray(rgb, dtype=np.uint8))
-    return write_atomically(path, lambda temp: image.save(temp, format="PNG"))
-
-
-def write_npy(path: str | os.PathLike, array: np.ndarray) -> Path:
-    """Save ``array`` in NumPy's .npy format, atomically."""
-    def save(temp: Path) -> None:
-        with open(temp, "wb") as stream:
-            np.save(stream, array)
-    return write_atomically(path, save)
+def __getattr__(name: str) -> Any:
+    """The old writers (``write_png``, ``write_npy``), with a DeprecationWarning."""
+    if name not in _MOVED_WRITERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    new = _MOVED_WRITERS[name]
+    warnings.warn(f"oclsci.mandelbrot.shading.{name} is now oclsci.io.{new}; the old name goes "
+                  "in the next release", DeprecationWarning, stacklevel=2)
+    return getattr(io, new)

@@ -19,6 +19,7 @@ import numpy as np
 
 from oclsci.errors import InputError
 from oclsci.mpi.world import TAG_HALO, World, _test_failure
+from oclsci.runtime.partition import split_rows
 
 # Steps between exchanges when the kernel does one step per launch (seed, coalesced).
 DEFAULT_MIN_EXCHANGE_STEPS = 8
@@ -26,18 +27,6 @@ DEFAULT_MIN_EXCHANGE_STEPS = 8
 
 # --------------------------------------------------------------------------------------------
 # Decomposition
-
-
-def split_rows(rows: int, parts: int) -> list[tuple[int, int]]:
-    """``(first, stop)`` of each of ``parts`` contiguous blocks of nearly equal size (the first
-    ``rows % parts`` blocks get one more row)."""
-    base, extra = divmod(int(rows), int(parts))
-    bounds, start = [], 0
-    for part in range(parts):
-        stop = start + base + (1 if part < extra else 0)
-        bounds.append((start, stop))
-        start = stop
-    return bounds
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import DeviceError, NoPlatformError
+from oclsci.errors import ArgumentTypeError, DeviceError, NoPlatformError
 from oclsci.runtime.binding import bind_gpu, node_name, opencl_index
+from oclsci.runtime.health import check_before_build, empty_platform_reason
 from oclsci.runtime.icd import register_pip_runtimes
+from oclsci.runtime.timing import Stopwatch
 
 NO_PLATFORM_HELP = (
     "no OpenCL platform found: install one with `pip install 'oclsci[pocl]'` (CPU), or your "
@@ -116,8 +116,6 @@ def parse_ctx_spec(spec: str, platforms: list[Any],
         raise _no_match(f"no platform matches {platform_answer!r}", spec, platforms, source)
     devices = platforms[platform_index].get_devices()
     if not devices:
-        from oclsci.runtime.health import empty_platform_reason
-
         reason = empty_platform_reason(platforms[platform_index])
         raise _no_match(f"platform {platform_index} has no usable device ({reason})", spec,
                         platforms, source)
@@ -269,8 +267,6 @@ def describe_device(platform_index: int, device_index: int, platform: Any, devic
 
 def no_device_message(platforms: list[Any]) -> str:
     """One line saying that the platforms offer no usable device, and why."""
-    from oclsci.runtime.health import empty_platform_reason
-
     reasons = "; ".join(f"platform {p} ({platform.name.strip()}): "
                         f"{empty_platform_reason(platform)}"
                         for p, platform in enumerate(platforms))
@@ -281,8 +277,6 @@ def no_device_message(platforms: list[Any]) -> str:
 
 def empty_platforms() -> list[dict]:
     """The platforms that list no device, each with its SPEC index, name and the reason."""
-    from oclsci.runtime.health import empty_platform_reason
-
     return [{"platform_index": p, "platform": platform.name.strip(),
              "reason": empty_platform_reason(platform)}
             for p, platform in enumerate(get_platforms()) if not platform.get_devices()]
@@ -297,52 +291,10 @@ def list_devices() -> list[dict]:
     ]
 
 
-@dataclass
-class Stopwatch:
-    """Times queued work from OpenCL profiling events, with a host-clock fallback.
-
-    Record the events of the launches to time; ``stop()`` waits for the queue and returns the
-    device seconds between the start of the first and the end of the last recorded event.
-    """
-
-    queue: Any
-    profiling: bool
-    wall_start: float = field(default_factory=time.perf_counter)
-    first_event: Any = None
-    last_event: Any = None
-    device_seconds: float = 0.0
-    wall_seconds: float = 0.0
-    source: str = "host clock"
-
-    def record(self, event: Any) -> None:
-        """Note an event of the timed work (only the first and the last are kept)."""
-        if self.first_event is None:
-            self.first_event = event
-        self.last_event = event
-
-    def stop(self) -> float:
-        """Wait for the queue; set and return ``device_seconds`` (and ``wall_seconds``)."""
-        self.queue.finish()
-        self.wall_seconds = time.perf_counter() - self.wall_start
-        self.device_seconds = self.wall_seconds
-        if self.profiling and self.first_event is not None:
-            try:
-                start = self.first_event.profile.start
-                end = self.last_event.profile.end
-            except cl.Error:
-                return self.device_seconds
-            if end >= start > 0:
-                self.device_seconds = (end - start) * 1e-9
-                self.source = "OpenCL events"
-        return self.device_seconds
-
-
 class ComputeContext:
     """An OpenCL context with one in-order, profiling-enabled command queue on one device."""
 
     def __init__(self, platform_index: int, device_index: int, *, chosen_by: str = ""):
-        from oclsci.runtime.health import check_before_build
-
         platform = get_platforms()[platform_index]
         check_before_build(platform)
         self.device = platform.get_devices()[device_index]
@@ -457,8 +409,6 @@ def as_compute_context(device: Any = None, *, quiet: bool = True) -> ComputeCont
     if isinstance(device, ComputeContext):
         return device
     if device is not None and not isinstance(device, str):
-        from oclsci.errors import ArgumentTypeError
-
         raise ArgumentTypeError(f"device must be a SPEC string such as '0:0', a ComputeContext "
                                 f"or None, got {type(device).__name__} {device!r}")
     return create_context(device, quiet=quiet)

@@ -33,6 +33,8 @@ import warnings
 from importlib import metadata
 from pathlib import Path
 
+from oclsci.errors import OclsciWarning
+
 INTEL_DISTRIBUTION = "intel-opencl-rt"
 INTEL_LIBRARY = "libintelocl.so"
 # libintelocl.so's DT_NEEDED that pip installs from other distributions (in load order).
@@ -183,7 +185,8 @@ def register_pip_runtimes(environ: dict[str, str] | None = None) -> list[str]:
         missing = preload_intel_dependencies(runtime)
         if missing:
             warnings.warn(f"Intel's OpenCL runtime ({runtime}) lacks {', '.join(missing)}; "
-                          "reinstall it with `pip install 'oclsci[intel]'`", stacklevel=2)
+                          "reinstall it with `pip install 'oclsci[intel]'`", OclsciWarning,
+                          stacklevel=2)
         else:
             added.append(("intel-cpu.icd", str(runtime)))
     nvidia = unlisted_nvidia_library(lines)
@@ -196,7 +199,7 @@ def register_pip_runtimes(environ: dict[str, str] | None = None) -> list[str]:
         folder = write_vendors_dir(lines, environ)
     except OSError as error:
         warnings.warn(f"OpenCL runtimes not registered ({', '.join(lib for _, lib in added)}): "
-                      f"{error}", stacklevel=2)
+                      f"{error}", OclsciWarning, stacklevel=2)
         return _registered
     environ["OCL_ICD_VENDORS"] = str(folder)
     _registered = [library for _, library in added]

@@ -12,6 +12,7 @@ library cannot be found).
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import glob
 import os
 from typing import Any
@@ -38,8 +39,6 @@ def _find_library() -> str | None:
         found = sorted(glob.glob(pattern))
         if found:
             return found[0]
-    import ctypes.util
-
     return ctypes.util.find_library("OpenCL")
 
 

@@ -17,10 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from oclsci.errors import InputError
-from oclsci.io import atomic_path, check_output_path, existing_file, read_npy
+from oclsci.io import (
+    atomic_path,
+    check_output_path,
+    existing_file,
+    read_npy,
+    require_matplotlib,
+)
 
 OUTPUT_SUFFIXES = (".npy", ".csv", ".png")
-PLOT_HELP = "a .png output needs matplotlib: pip install 'oclsci[plot]'"
 
 
 def read_samples(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
@@ -109,10 +114,7 @@ def check_output(path: str | None) -> Path | None:
     """Refuse, before any work, an output of unknown type or in a missing folder."""
     checked = check_output_path(path, OUTPUT_SUFFIXES)
     if checked is not None and checked.suffix.lower() == ".png":
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise InputError(PLOT_HELP) from None
+        require_matplotlib("a .png output")
     return checked
 
 
@@ -134,7 +136,7 @@ def write_periodogram(path: str | os.PathLike, freqs: np.ndarray, pgram: np.ndar
 
 
 def _plot(path: Path, freqs: np.ndarray, pgram: np.ndarray, title: str) -> None:
-    import matplotlib
+    import matplotlib  # optional (the plot extra) and slow: imported only to plot
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

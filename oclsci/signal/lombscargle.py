@@ -26,6 +26,7 @@ from oclsci.errors import InputError, Interrupted
 from oclsci.jacobi.checks import check_dtype
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
+from oclsci.runtime.timing import event_seconds
 
 # The seed's tuning steps as kernel configurations (docs/lombscargle.md); "auto" is the default.
 # vector_width 0: the device's preferred width (CPUs), at least 4 (float32) or 2 (float64).
@@ -249,7 +250,7 @@ class Periodogram:
             seconds = time.perf_counter() - started
             if self.compute.profiling:
                 try:
-                    seconds = max((event.profile.end - event.profile.start) * 1e-9, 1e-9)
+                    seconds = max(event_seconds(event), 1e-9)
                 except cl.Error:
                     pass
             device += seconds

@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from oclsci.errors import InputError
+from oclsci.errors import InputError, OclsciWarning, first_line
 from oclsci.jacobi.tuning.space import KernelConfig
 
 CACHE_FORMAT = 1
@@ -59,7 +59,7 @@ def cache_key(compute: Any, dtype: Any, shape: tuple[int, int]) -> str:
 def _warn(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
-        print(f"oclsci: warning: {message}", file=sys.stderr)
+        warnings.warn(message, OclsciWarning, stacklevel=3)
 
 
 def load_cache(path: Path | None = None, *, quiet: bool = False) -> dict:
@@ -83,7 +83,7 @@ def load_cache(path: Path | None = None, *, quiet: bool = False) -> dict:
         entries = data["entries"]
     except (OSError, ValueError, RecursionError) as error:
         if not quiet:
-            _warn(f"ignoring the tuning cache {path} ({str(error).splitlines()[0]}); "
+            _warn(f"ignoring the tuning cache {path} ({first_line(error)}); "
                   "`oclsci tune` rewrites it")
         entries = {}
     _memo[memo_key] = entries
