@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from oclsci.errors import InputError, OclsciWarning
+from oclsci.errors import InputError, OclsciWarning, OutputError
 from oclsci.jacobi import kernels, tuning
 from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.reference import jacobi_numpy
@@ -175,6 +175,17 @@ def test_save_is_atomic_and_round_trips(cache):
     tuning.save_entry("b", entry)
     assert set(tuning.load_cache(cache)) == {"a", "b"}
     assert sorted(p.name for p in cache.parent.iterdir()) == ["tuning.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert cache.stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
+
+
+def test_unwritable_cache_is_one_output_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(blocker / "tuning.json"))
+    with pytest.raises(OutputError, match="tuning.json"):
+        tuning.save_entry("a", {"best": {"kernel": "seed", "params": {}}, "kernels": {}})
 
 
 @pytest.mark.parametrize("content", [b"", b"{oops", b"[]", b'{"format": 1, "entries": []}',

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -18,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.errors import InputError, OclsciWarning, first_line
+from oclsci.errors import InputError, OclsciWarning, OutputError, first_line
+from oclsci.io import atomic_path
 from oclsci.jacobi.tuning.space import KernelConfig
 
 CACHE_FORMAT = 1
@@ -91,28 +91,24 @@ def load_cache(path: Path | None = None, *, quiet: bool = False) -> dict:
 
 
 def save_entry(key: str, entry: dict, path: Path | None = None) -> Path | None:
-    """Add or replace one entry of the cache, atomically (temporary file + os.replace).
+    """Add or replace one entry of the cache, atomically (:func:`oclsci.io.atomic_path`).
 
     Returns the cache's path, or None when the cache is off (``OCLSCI_TUNE_CACHE=off``).
+    A cache that cannot be written raises :class:`~oclsci.errors.OutputError` naming it.
     """
     if path is None and cache_disabled():
         return None
     path = cache_path() if path is None else Path(path)
     entries = dict(load_cache(path, quiet=True))
     entries[key] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"format": CACHE_FORMAT, "entries": entries}, indent=1, sort_keys=True)
-    fd, temporary = tempfile.mkstemp(prefix=".tuning-", suffix=".json", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            stream.write(text + "\n")
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"{path}: cannot create its folder ({error.strerror or error})") \
+            from None
+    with atomic_path(path) as temporary:
+        temporary.write_text(text + "\n", encoding="utf-8")
     return path
 
 
