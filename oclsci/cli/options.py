@@ -16,11 +16,3 @@ dtype_option = click.option(
     "--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,
     help="Floating-point type of the computation.")
 
-
-def positive_int(name: str):
-    """A click callback refusing integers below 1 for option NAME."""
-    def check(ctx: click.Context, param: click.Parameter, value):
-        if value is not None and value < 1:
-            raise click.BadParameter(f"{name} must be >= 1, got {value}")
-        return value
-    return check
