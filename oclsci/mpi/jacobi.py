@@ -19,6 +19,7 @@ from oclsci.jacobi.job import JacobiJob, Problem, Start
 from oclsci.jacobi.solver import JacobiResult, JacobiSolver, choose_fitting_config, run
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
+from oclsci.runtime.signals import StopFlag
 
 # --------------------------------------------------------------------------------------------
 # A distributed Jacobi solve
@@ -161,12 +162,12 @@ class SlabPlacement:
               kernel: str) -> DistributedJacobi:
         """This rank's slab solver, its rows scattered from rank 0, ghost rows filled."""
         root = self.world.is_root
-        job = DistributedJacobi(
+        distributed = DistributedJacobi(
             self.world, compute, start.shape, problem.rhs if root else None,
             problem.x0 if root else None, dtype=start.dtype, kernel=kernel,
             data_dtypes=(start.rhs_dtype, start.x0_dtype))
-        job.start(start.iteration)
-        return job
+        distributed.start(start.iteration)
+        return distributed
 
     def totals(self, result: JacobiResult,
                solve: DistributedJacobi) -> tuple[JacobiResult, str | None]:
@@ -179,9 +180,10 @@ class SlabPlacement:
         return dataclasses.replace(result, device_seconds=device_seconds,
                                    wall_seconds=wall_seconds), distribution
 
-    def stopped(self, error: Interrupted, stop_flag: Any, iteration: int,
+    def stopped(self, error: Interrupted, stop_flag: StopFlag, iteration: int,
                 checkpoint: str | None) -> NoReturn:
-        """Every rank saw the same stop request: rank 0 reports it, the others just exit."""
+        """Every rank saw the same stop request: rank 0 reports it, the others just exit
+        (with exit code 75: a rank may not know which signal another rank received)."""
         if self.world.is_root:
             raise _agreed(error) from None
         raise _agreed(SystemExit(error.exit_code)) from None
