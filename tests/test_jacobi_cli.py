@@ -66,6 +66,31 @@ def test_float64_and_summary(tmp_path):
         assert word in result.stdout
 
 
+def test_driver_runs_a_job_in_process(tmp_path, any_compute):
+    """run_job: the CLI's run without the CLI; it prints nothing, the callbacks get it all."""
+    import contextlib
+
+    from oclsci.jacobi.driver import JacobiJob, run_job
+
+    rhs = np.random.default_rng(7).standard_normal((29, 18)).astype(np.float32)
+    np.save(tmp_path / "b.npy", rhs)
+    job = JacobiJob(input=str(tmp_path / "b.npy"), iterations=45, device=any_compute.spec,
+                    output=str(tmp_path / "x.npy"), checkpoint=str(tmp_path / "c.npz"))
+    notes, bars = [], []
+
+    @contextlib.contextmanager
+    def progress(total, start):
+        bars.append((total, start))
+        yield lambda done, total: None
+
+    outcome = run_job(job, progress=progress, notify=notes.append)
+    np.testing.assert_array_equal(outcome.x, jacobi_numpy(rhs, 45))
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), outcome.x)
+    assert outcome.written == [job.output, job.checkpoint] and outcome.distribution is None
+    assert load_checkpoint(job.checkpoint).iteration == outcome.result.iterations == 45
+    assert notes == [outcome.compute.banner()] and bars == [(45, 0)]
+
+
 def test_laplacian_then_jacobi_returns_the_picture(tmp_path, picture):
     pixels, path = picture
     oclsci("laplacian", path, "-o", tmp_path / "lap.npy")

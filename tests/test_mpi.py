@@ -26,7 +26,9 @@ from oclsci.jacobi.solver import KERNEL_NAMES
 
 LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
                       "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "OCLSCI_MPI",
-                      "OCLSCI_MPI_TEST_FAIL", "OCLSCI_MPI_EXCHANGE_EVERY", "PYOPENCL_CTX")
+                      "OCLSCI_MPI_EXCHANGE_EVERY", "PYOPENCL_CTX")
+# `python FAILING_RANK RANK WHEN ARGS...`: oclsci ARGS with a failure injected on one rank.
+FAILING_RANK = Path(__file__).with_name("mpi_failing_rank.py")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,6 +87,33 @@ def test_more_ranks_than_rows_is_refused():
 ])
 def test_launcher_detection(env, expected):
     assert mpi.wants_mpi(env) is expected
+
+
+@pytest.mark.parametrize("module", ["oclsci.mpi", "oclsci.mpi.jacobi", "oclsci.jacobi.driver"])
+def test_mpi_and_driver_load_nothing_of_the_cli(module):
+    """No import cycle cli -> mpi -> cli: the MPI code and the driver stand without the CLI."""
+    code = f"import sys, {module}; print([m for m in sys.modules if m.startswith('oclsci.cli')])"
+    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True,
+                         text=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_no_cli_import_anywhere_under_mpi_or_jacobi():
+    """Not even inside a function: oclsci/mpi and oclsci/jacobi import nothing from oclsci.cli,
+    and oclsci/mpi prints nothing."""
+    import ast
+
+    import oclsci
+
+    package = Path(oclsci.__file__).parent
+    for path in [*package.glob("mpi/**/*.py"), *package.glob("jacobi/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(name.startswith("oclsci.cli") for name in names), path
+            if path.parent.name == "mpi":  # rank 0 reports through callbacks and results
+                assert not (isinstance(node, ast.Call) and getattr(node.func, "id", "") ==
+                            "print"), f"{path}:{node.lineno} prints"
 
 
 def test_no_launcher_no_mpi4py_import():
@@ -193,9 +222,13 @@ def _env(extra: dict | None = None) -> dict:
 
 
 def oclsci(args: list, ranks: int | None = None, extra_env: dict | None = None,
-           timeout: float = 180) -> subprocess.CompletedProcess:
-    """Run `python -m oclsci ARGS` alone (ranks=None) or under `mpiexec -n RANKS`."""
+           timeout: float = 180, failing: tuple[int, str] | None = None,
+           ) -> subprocess.CompletedProcess:
+    """Run `python -m oclsci ARGS` alone (ranks=None) or under `mpiexec -n RANKS`; `failing`:
+    (rank, "setup" or a step) injects a failure there (see mpi_failing_rank.py)."""
     command = [sys.executable, "-m", "oclsci", *map(str, args)]
+    if failing is not None:
+        command = [sys.executable, str(FAILING_RANK), *map(str, failing), *map(str, args)]
     if ranks is not None:
         command = [*_mpiexec(), "-n", str(ranks), *command]
     return subprocess.run(command, env=_env(extra_env), capture_output=True, text=True,
@@ -315,12 +348,11 @@ def test_bad_input_on_rank_0_ends_every_rank(tmp_path):
 @needs_mpi
 def test_setup_failure_on_one_rank_is_reported_once(inputs, tmp_path):
     result = oclsci(["jacobi", inputs[(1021, 37)], "-n", 10, "--device", DEVICE, "-q",
-                     "-o", tmp_path / "out.npy"], ranks=3,
-                    extra_env={"OCLSCI_MPI_TEST_FAIL": "2:setup"}, timeout=60)
+                     "-o", tmp_path / "out.npy"], ranks=3, failing=(2, "setup"), timeout=60)
     assert result.returncode == 1
     lines = _error_lines(result)
     assert lines == ["oclsci: error: rank 2: RuntimeError: injected failure "
-                     "(OCLSCI_MPI_TEST_FAIL=2:setup)"], result.stderr
+                     "(rank 2, setup)"], result.stderr
 
 
 @pytest.mark.mpi
@@ -330,7 +362,7 @@ def test_failure_during_the_run_aborts_every_rank(inputs, tmp_path):
     started = time.monotonic()
     result = oclsci(["jacobi", inputs[(1021, 37)], "-n", 10**7, "--kernel", "coalesced",
                      "--device", DEVICE, "-q", "-o", tmp_path / "out.npy"], ranks=3,
-                    extra_env={"OCLSCI_MPI_TEST_FAIL": "1:16"}, timeout=90)
+                    failing=(1, 16), timeout=90)
     elapsed = time.monotonic() - started
     assert result.returncode != 0
     lines = _error_lines(result)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 
 from oclsci.cli.options import device_option, quiet_option
+from oclsci.mpi import describe_frequency_bands, lombscargle_distributed, mpi_world
+from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import StopFlag
+from oclsci.signal import Periodogram
+from oclsci.signal.files import check_output, parse_freqs, read_samples, write_periodogram
 
 
 @click.command("lombscargle")
@@ -33,9 +39,6 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     INPUT: a .npy array of shape (2, N) or (N, 2), or a two-column text/CSV file. Under
     mpiexec the frequencies are shared out over the ranks, with the same result.
     """
-    from oclsci.mpi import mpi_world
-    from oclsci.signal.files import check_output, parse_freqs, read_samples, write_periodogram
-
     out_path = check_output(output)
     times, values = read_samples(input_path)
     freqs = parse_freqs(freqs_spec, freqs_file)
@@ -46,17 +49,15 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     # run (128 + N, nothing written).
     with StopFlag(raising=True) as stop:
         if world is not None:
-            from oclsci.mpi.lombscargle import lombscargle_distributed
-
             compute, pgram, seconds = lombscargle_distributed(
-                world, times, values, freqs, device=device, quiet=quiet, **options)
+                world, times, values, freqs, device=device, quiet=quiet,
+                notify=functools.partial(click.echo, err=True), **options)
             if pgram is None:
                 return
+            if not quiet:
+                click.echo(describe_frequency_bands(world))
             launches = None
         else:
-            from oclsci.runtime.device import create_context
-            from oclsci.signal import Periodogram
-
             compute = create_context(device, quiet=quiet)
             plan = Periodogram(compute, times, values, freqs, **options)
             if not quiet:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 
@@ -9,7 +10,10 @@ import click
 
 from oclsci.cli.options import device_option, dtype_option, quiet_option
 from oclsci.errors import InputError
+from oclsci.io import check_distinct_outputs, check_output_path, write_image, write_npy
 from oclsci.mandelbrot.renderer import DEFAULTS, MandelbrotRenderer, parse_horizon, validate
+from oclsci.mandelbrot.shading import shade
+from oclsci.mpi import describe_bands, mandelbrot_distributed, mpi_world
 from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import StopFlag
 
@@ -48,8 +52,6 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     colouring shaded like the seed's picture (hot colour map, light source)."""
     if repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {repeat}")
-    from oclsci.io import check_distinct_outputs, check_output_path
-
     image_path = None if no_image else output
     # Refuse unusable outputs before anything is computed.
     check_output_path(image_path, (".png",))
@@ -59,18 +61,17 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     # Refuse bad parameters before anything is printed or computed.
     validate(width, height, maxiter, xmin, xmax, ymin, ymax, horizon_value, dtype)
     want_smooth = image_path is not None
-    from oclsci.mpi import mpi_world
-
     world = mpi_world()  # None without MPI or in a world of one rank
     if world is not None:  # several ranks: each renders bands of rows, rank 0 gathers them
-        from oclsci.mpi import mandelbrot_distributed
-
         compute, plan, results = mandelbrot_distributed(
             world, device=device, quiet=quiet, repeat=repeat, want_smooth=want_smooth,
-            width=width, height=height, maxiter=maxiter, xmin=xmin, xmax=xmax, ymin=ymin,
-            ymax=ymax, horizon=horizon_value, dtype=dtype)
+            notify=functools.partial(click.echo, err=True), width=width, height=height,
+            maxiter=maxiter, xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax,
+            horizon=horizon_value, dtype=dtype)
         if results is None:  # not rank 0: rank 0 writes and prints
             return
+        if not quiet:
+            click.echo(describe_bands(world, height))
     else:
         # Signals are collected while kernels build and run, and stop the run between bands.
         with StopFlag(raising=True):
@@ -83,16 +84,11 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     written = []
     render_seconds = 0.0
     if image_path is not None:
-        from oclsci.io import write_image
-        from oclsci.mandelbrot.shading import shade
-
         start = time.perf_counter()
         write_image(image_path, shade(result.smooth, renderer=renderer))
         render_seconds = time.perf_counter() - start
         written.append(image_path)
     if counts_path is not None:
-        from oclsci.io import write_npy
-
         write_npy(counts_path, result.counts)
         written.append(counts_path)
     if quiet:

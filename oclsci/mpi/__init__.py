@@ -16,8 +16,10 @@ number of ranks. See docs/mpi.md.
 
 Modules: :mod:`.world` (launcher detection, :class:`World`, per-rank caches, errors and
 abort), :mod:`.slabs` (decomposition, :class:`SlabHalo`), :mod:`.jacobi`
-(:class:`DistributedJacobi`, scatter/gather, the ``oclsci jacobi`` driver) and
-:mod:`.mandelbrot` (bands of rows, the ``oclsci mandelbrot`` driver).
+(:class:`DistributedJacobi`, scatter/gather, :class:`SlabPlacement`, which runs the Jacobi
+driver :func:`oclsci.jacobi.driver.run_job` over the ranks), :mod:`.mandelbrot` (bands of rows)
+and :mod:`.lombscargle` (bands of frequencies). Nothing here prints or imports the command
+line: rank 0's device lines go to a ``notify`` callback, summaries are returned.
 """
 
 from __future__ import annotations
@@ -26,16 +28,19 @@ from oclsci.errors import InputError, OclsciError
 from oclsci.mpi.jacobi import (
     DistributedJacobi,
     RowSource,
+    SlabPlacement,
     gather_rows,
     jacobi_distributed,
     scatter_rows,
 )
-from oclsci.mpi.lombscargle import lombscargle_distributed
+from oclsci.mpi.lombscargle import describe_frequency_bands, lombscargle_distributed
 from oclsci.mpi.mandelbrot import (
     DEFAULT_BANDS_PER_RANK,
+    describe_bands,
     gather_bands,
     mandelbrot_distributed,
     rank_bands,
+    resolve_bands_per_rank,
 )
 from oclsci.mpi.slabs import (
     DEFAULT_MIN_EXCHANGE_STEPS,
@@ -52,7 +57,6 @@ from oclsci.mpi.world import (
     TAG_GATHER,
     TAG_HALO,
     TAG_SCATTER,
-    TEST_FAIL_VARIABLE,
     RankError,
     World,
     exit_code_of,
@@ -64,12 +68,13 @@ from oclsci.mpi.world import (
 )
 
 __all__ = [
-    "InputError", "OclsciError", "DistributedJacobi", "RowSource", "gather_rows",
-    "jacobi_distributed", "scatter_rows", "DEFAULT_BANDS_PER_RANK", "gather_bands",
-    "mandelbrot_distributed", "rank_bands", "lombscargle_distributed",
-    "DEFAULT_MIN_EXCHANGE_STEPS", "Decomposition",
-    "Slab", "SlabHalo", "exchange_period", "split_rows", "MAX_MESSAGE_BYTES",
+    "InputError", "OclsciError", "DistributedJacobi", "RowSource", "SlabPlacement",
+    "gather_rows", "jacobi_distributed", "scatter_rows", "DEFAULT_BANDS_PER_RANK",
+    "describe_bands", "gather_bands", "mandelbrot_distributed", "rank_bands",
+    "resolve_bands_per_rank",
+    "describe_frequency_bands", "lombscargle_distributed", "DEFAULT_MIN_EXCHANGE_STEPS",
+    "Decomposition", "Slab", "SlabHalo", "exchange_period", "split_rows", "MAX_MESSAGE_BYTES",
     "PRESENCE_VARIABLES", "SIZE_VARIABLES", "TAG_GATHER", "TAG_HALO", "TAG_SCATTER",
-    "TEST_FAIL_VARIABLE", "RankError", "World", "exit_code_of", "launcher_world_size",
-    "mpi_world", "one_line", "use_rank_cache_dirs", "wants_mpi",
+    "RankError", "World", "exit_code_of", "launcher_world_size", "mpi_world", "one_line",
+    "use_rank_cache_dirs", "wants_mpi",
 ]

@@ -1,20 +1,25 @@
-"""A distributed Jacobi solve: scatter, gather, checkpoints and the ``oclsci jacobi`` driver.
+"""A distributed Jacobi solve: scatter, gather, and the placement of ``oclsci jacobi`` runs.
 
 Every cell goes through the same arithmetic as on one device, so results are bit-identical to
 the one-device run for any number of ranks (see :mod:`oclsci.mpi.slabs` and docs/mpi.md).
+:class:`SlabPlacement` runs :func:`oclsci.jacobi.driver.run_job` over the ranks of a world.
 """
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
+from oclsci.errors import Interrupted
+from oclsci.jacobi.driver import JacobiOutcome, ProgressFactory, run_job
+from oclsci.jacobi.job import JacobiJob, Problem, Start
+from oclsci.jacobi.solver import JacobiResult, JacobiSolver, choose_fitting_config, run
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
-from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed, _test_failure
+from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
+from oclsci.runtime.signals import StopFlag
 
 # --------------------------------------------------------------------------------------------
 # A distributed Jacobi solve
@@ -64,8 +69,6 @@ class DistributedJacobi:
                  x0: Any = None, *, dtype: Any = np.float32, kernel: str = "auto",
                  config: Any = None, exchange_every: int | None = None,
                  data_dtypes: tuple[str, str | None] | None = None):
-        from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
-
         self.world = world
         self.compute = compute
         self.m, self.n = (int(v) for v in shape)
@@ -85,7 +88,6 @@ class DistributedJacobi:
         x0_rows = None if x0 is None and x0_dtype is None else self._rows(x0, x0_dtype)
 
         def build() -> JacobiSolver:
-            _test_failure(world, "setup")
             return JacobiSolver(compute, rhs_rows, x0=x0_rows, dtype=self.dtype, config=config)
 
         self.solver = world.agree(build)
@@ -112,8 +114,6 @@ class DistributedJacobi:
 
     def run(self, iterations: int, **options: Any) -> Any:
         """:func:`oclsci.jacobi.run` with this rank's halo (collective)."""
-        from oclsci.jacobi.solver import run
-
         return run(self.solver, iterations, halo=self.halo, **options)
 
     def describe(self) -> str:
@@ -126,134 +126,71 @@ class DistributedJacobi:
 
 
 # --------------------------------------------------------------------------------------------
-# The ``oclsci jacobi`` command on several ranks
+# ``oclsci jacobi`` on several ranks
 
 
-@dataclass
-class _Start:
-    """What rank 0 tells the other ranks once it has read the input."""
+class SlabPlacement:
+    """Runs a :func:`~oclsci.jacobi.driver.run_job` over the ranks of ``world``.
 
-    shape: tuple[int, int]
-    rhs_dtype: str
-    x0_dtype: str | None
-    iteration: int
-    show_progress: bool
-
-
-def jacobi_distributed(world: World, prepare: Callable[[], Any], *, output, iterations, tol,
-                       check_every, dtype, kernel, device, checkpoint, checkpoint_every,
-                       compare, quiet) -> None:
-    """``oclsci jacobi`` over the ranks of ``world`` (see :func:`jacobi_command`).
-
-    Rank 0 runs ``prepare()`` (option checks and reading the input), scatters the rows, and
-    at the end gathers the result, writes the outputs and prints; ``--tol`` and stop signals
-    are decided over all ranks. An error that all ranks see is printed once by rank 0; an
-    error on one rank during the run prints one line and aborts every rank.
+    Rank 0 reads the input, scatters the rows, and at the end gathers the result and writes
+    the outputs; ``--tol`` and stop signals are decided over all ranks. An error that all ranks
+    see is raised once, by rank 0 (the others end with its exit code and say nothing); an error
+    on one rank during the run prints one line and aborts every rank.
     """
-    world.run_guarded(_jacobi_distributed, world, prepare, output=output,
-                      iterations=iterations, tol=tol, check_every=check_every, dtype=dtype,
-                      kernel=kernel, device=device, checkpoint=checkpoint,
-                      checkpoint_every=checkpoint_every, compare=compare, quiet=quiet)
+
+    def __init__(self, world: World):
+        self.world = world
+        self.is_root = world.is_root
+
+    def guarded(self, function: Callable[..., Any], *args: Any) -> Any:
+        """Run ``function(*args)``; an error that not every rank saw aborts every rank."""
+        return self.world.run_guarded(function, *args)
+
+    def agree(self, function: Callable[[], Any]) -> Any:
+        """:meth:`World.agree`."""
+        return self.world.agree(function)
+
+    def share(self, value: Any) -> Any:
+        """Rank 0's ``value`` on every rank."""
+        return self.world.bcast(value)
+
+    def open_device(self, device: str | None, notify: Callable[[str], None] | None) -> Any:
+        """This rank's device (its node-local GPU); rank 0 tells ``notify`` every rank's."""
+        return self.world.open_device(device, notify)
+
+    def build(self, compute: Any, problem: Problem | None, start: Start,
+              kernel: str) -> DistributedJacobi:
+        """This rank's slab solver, its rows scattered from rank 0, ghost rows filled."""
+        root = self.world.is_root
+        distributed = DistributedJacobi(
+            self.world, compute, start.shape, problem.rhs if root else None,
+            problem.x0 if root else None, dtype=start.dtype, kernel=kernel,
+            data_dtypes=(start.rhs_dtype, start.x0_dtype))
+        distributed.start(start.iteration)
+        return distributed
+
+    def totals(self, result: JacobiResult,
+               solve: DistributedJacobi) -> tuple[JacobiResult, str | None]:
+        """The slowest rank's times, and a line on the slabs and exchanges (collective)."""
+        device_seconds = self.world.allreduce_max(result.device_seconds)
+        wall_seconds = self.world.allreduce_max(result.wall_seconds)
+        exchange_seconds = self.world.allreduce_max(solve.halo.seconds)
+        distribution = (f"{solve.describe()}; {solve.halo.exchanges} exchanges, "
+                        f"{exchange_seconds:.4f} s at most on a rank")
+        return dataclasses.replace(result, device_seconds=device_seconds,
+                                   wall_seconds=wall_seconds), distribution
+
+    def stopped(self, error: Interrupted, stop_flag: StopFlag, iteration: int,
+                checkpoint: str | None) -> NoReturn:
+        """Every rank saw the same stop request: rank 0 reports it, the others just exit
+        (with exit code 75: a rank may not know which signal another rank received)."""
+        if self.world.is_root:
+            raise _agreed(error) from None
+        raise _agreed(SystemExit(error.exit_code)) from None
 
 
-def _jacobi_distributed(world: World, prepare, *, output, iterations, tol, check_every, dtype,
-                        kernel, device, checkpoint, checkpoint_every, compare, quiet) -> None:
-    from oclsci.cli.jacobi import StopFlag, _progress_bar, print_summary
-    from oclsci.errors import Interrupted
-    from oclsci.io import side_by_side, write_array, write_image
-    from oclsci.jacobi.checkpoint import Checkpoint, save_checkpoint
-    from oclsci.jacobi.solver import check_finite, validate_rhs
-    from oclsci.runtime.device import create_context
-
-    def read_input():
-        if not world.is_root:
-            return None
-        problem = prepare()
-        validate_rhs(problem.rhs)
-        if problem.x0 is not None:
-            validate_rhs(problem.x0)
-        problem.rhs = np.ascontiguousarray(problem.rhs)
-        show = not quiet and sys.stderr.isatty() and iterations > problem.iteration
-        start = _Start(problem.rhs.shape, problem.rhs.dtype.str,
-                       None if problem.x0 is None else problem.x0.dtype.str,
-                       problem.iteration, show)
-        return problem, start
-
-    prepared = world.agree(read_input)
-    problem, start = prepared if world.is_root else (None, None)
-    start = world.bcast(start)
-
-    compute = world.agree(create_context, device, quiet=True, local_rank=world.local_rank,
-                          local_ranks=world.local_ranks)
-    banners = world.comm.gather(f"oclsci: rank {world.rank}: " + compute.banner()[len("oclsci: "):],
-                                root=0)
-    if world.is_root and not quiet:
-        print("\n".join(banners), file=sys.stderr)
-
-    job = DistributedJacobi(
-        world, compute, start.shape, problem.rhs if world.is_root else None,
-        problem.x0 if world.is_root else None, dtype=dtype, kernel=kernel,
-        data_dtypes=(start.rhs_dtype, start.x0_dtype))
-    job.start(start.iteration)
-
-    def write_checkpoint(solver) -> None:
-        x = job.gather()
-        if world.is_root:
-            save_checkpoint(checkpoint, Checkpoint(x=x, rhs=problem.rhs,
-                                                   iteration=solver.iteration,
-                                                   original=problem.original))
-
-    bar = progress = None
-    if start.show_progress:
-        if world.is_root:
-            bar, progress = _progress_bar(iterations, start.iteration)
-        else:
-            def progress(done: int, total: int) -> None:
-                """Other ranks take the same steps between synchronisations as rank 0."""
-    with StopFlag() as stop_flag:
-        try:
-            result = job.run(iterations, tol=tol, check_every=check_every,
-                             checkpoint=write_checkpoint if checkpoint else None,
-                             checkpoint_every=checkpoint_every, progress=progress,
-                             should_stop=stop_flag)
-        except Interrupted as error:  # every rank saw the same stop request
-            if world.is_root:
-                raise _agreed(error) from None
-            raise _agreed(SystemExit(error.exit_code)) from None
-        finally:
-            if bar is not None:
-                bar.render_finish()
-    device_seconds = world.allreduce_max(result.device_seconds)
-    wall_seconds = world.allreduce_max(result.wall_seconds)
-    exchange_seconds = world.allreduce_max(job.halo.seconds)
-    x = job.gather()
-    if checkpoint:
-        write_checkpoint(job.solver)
-
-    def finish() -> None:
-        if not world.is_root:
-            return
-        check_finite(x)  # an overflowed run writes no output
-        if output:
-            write_array(output, x)
-        if compare:
-            write_image(compare, side_by_side(problem.original if problem.original is not None
-                                              else problem.rhs, x))
-        if not quiet:
-            result.device_seconds, result.wall_seconds = device_seconds, wall_seconds
-            grid = _GlobalGrid(job.m, job.n, job.dtype, job.config)
-            print_summary(compute, grid, result, problem, x)
-            print(f"mpi         {job.describe()}; {job.halo.exchanges} exchanges, "
-                  f"{exchange_seconds:.4f} s at most on a rank")
-
-    world.agree(finish)
-
-
-@dataclass
-class _GlobalGrid:
-    """What :func:`print_summary` reads from a solver, for the whole distributed grid."""
-
-    m: int
-    n: int
-    dtype: np.dtype
-    config: Any
+def jacobi_distributed(world: World, job: JacobiJob, *, progress: ProgressFactory | None = None,
+                       notify: Callable[[str], None] | None = None) -> JacobiOutcome | None:
+    """``oclsci jacobi`` over the ranks of ``world``: :func:`~oclsci.jacobi.driver.run_job`
+    with a :class:`SlabPlacement`. The outcome on rank 0, None on the others."""
+    return run_job(job, placement=SlabPlacement(world), progress=progress, notify=notify)

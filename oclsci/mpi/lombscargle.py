@@ -7,36 +7,38 @@ arithmetic as in one process, so the gathered periodogram is identical to one pr
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from oclsci.mpi.mandelbrot import gather_bands, rank_bands
 from oclsci.mpi.world import World
+from oclsci.signal import Periodogram
+
+
+def describe_frequency_bands(world: World) -> str:
+    """One line on how :func:`lombscargle_distributed` shares the frequencies out."""
+    return (f"mpi: {world.size} ranks, frequencies shared out in contiguous bands, gathered "
+            "on rank 0; device time: the slowest rank")
 
 
 def lombscargle_distributed(world: World, times: np.ndarray, values: np.ndarray,
                             freqs: np.ndarray, *, device: str | None, quiet: bool,
+                            notify: Callable[[str], None] | None = None,
                             **options: Any) -> tuple[Any, np.ndarray | None, float]:
     """``oclsci lombscargle`` over the ranks of ``world`` (collective).
 
     Returns ``(compute, pgram, seconds)``: the whole periodogram on rank 0 (None elsewhere)
-    and the longest device time over the ranks.
+    and the longest device time over the ranks. Unless ``quiet``, rank 0 passes the ranks'
+    device lines to ``notify``.
     """
     return world.run_guarded(_distributed, world, times, values, freqs, device=device,
-                             quiet=quiet, **options)
+                             notify=None if quiet else notify, **options)
 
 
-def _distributed(world: World, times, values, freqs, *, device, quiet, **options):
-    from oclsci.runtime.device import create_context
-    from oclsci.signal import Periodogram
-
-    compute = world.agree(create_context, device, quiet=True, local_rank=world.local_rank)
-    banners = world.comm.gather(f"oclsci: rank {world.rank}: " +
-                                compute.banner()[len("oclsci: "):], root=0)
-    if world.is_root and not quiet:
-        print("\n".join(banners), file=sys.stderr)
+def _distributed(world: World, times, values, freqs, *, device, notify, **options):
+    compute = world.open_device(device, notify)
     bands = rank_bands(freqs.size, world.size, world.rank)
     plans = world.agree(lambda: {first: Periodogram(compute, times, values,
                                                     freqs[first:first + count], **options)
@@ -53,7 +55,4 @@ def _distributed(world: World, times, values, freqs, *, device, quiet, **options
     device_seconds = world.allreduce_max(seconds["device"])
     if not world.is_root:
         return compute, None, device_seconds
-    if not quiet:
-        print(f"mpi: {world.size} ranks, frequencies shared out in contiguous bands, gathered "
-              "on rank 0; device time: the slowest rank")
     return compute, full["pgram"], device_seconds

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from oclsci.mandelbrot.renderer import MandelbrotRenderer, MandelbrotResult, MandelbrotTimings
 from oclsci.mpi.slabs import split_rows
 from oclsci.mpi.world import TAG_GATHER, World
 
@@ -64,38 +64,46 @@ def gather_bands(world: World, height: int, compute_band: Callable[[int, int], d
 DEFAULT_BANDS_PER_RANK = 4
 
 
+def resolve_bands_per_rank(requested: int | None = None) -> int:
+    """``requested``, else ``OCLSCI_MPI_BANDS`` when a positive integer, else 4."""
+    if requested is not None:
+        return requested
+    text = os.environ.get("OCLSCI_MPI_BANDS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_BANDS_PER_RANK
+
+
+def describe_bands(world: World, height: int, bands_per_rank: int | None = None) -> str:
+    """One line on how :func:`mandelbrot_distributed` shares out ``height`` rows."""
+    per_rank = resolve_bands_per_rank(bands_per_rank)
+    bands = rank_bands(height, world.size, 0, per_rank)
+    return (f"mpi: {world.size} ranks, {len(bands)} band(s) of rows each on rank 0 "
+            f"({per_rank} per rank), gathered on rank 0; times below: the slowest rank")
+
+
 def mandelbrot_distributed(world: World, *, device: str | None, quiet: bool, repeat: int,
                            want_smooth: bool, bands_per_rank: int | None = None,
+                           notify: Callable[[str], None] | None = None,
                            **params: Any) -> tuple[Any, Any, list | None]:
     """``oclsci mandelbrot`` over the ranks of ``world``: rows shared out, gathered on rank 0.
 
-    Each rank renders ``bands_per_rank`` bands of rows (default 4, or
-    ``OCLSCI_MPI_BANDS``), dealt out in turn so that the costly rows near the set are spread
-    over the ranks; the bands are exact pieces of the one-device image. Returns
-    ``(compute, renderer, results)``: on rank 0 the whole image as a list of ``repeat``
+    Each rank renders ``bands_per_rank`` bands of rows (see :func:`resolve_bands_per_rank`),
+    dealt out in turn so that the costly rows near the set are spread over the ranks; the
+    bands are exact pieces of the one-device image. Returns ``(compute, renderer, results)``:
+    on rank 0 the whole image as a list of ``repeat``
     :class:`~oclsci.mandelbrot.MandelbrotResult` (timings: the slowest rank's device times,
     and the wall time of computing and gathering), on the other ranks ``results`` is None.
+    Unless ``quiet``, rank 0 passes the ranks' device lines to ``notify``;
+    :func:`describe_bands` says how the rows were shared out.
     """
-    return world.run_guarded(_mandelbrot_distributed, world, device=device, quiet=quiet,
-                             repeat=repeat, want_smooth=want_smooth,
-                             bands_per_rank=bands_per_rank, **params)
+    return world.run_guarded(_mandelbrot_distributed, world, device=device,
+                             notify=None if quiet else notify, repeat=repeat,
+                             want_smooth=want_smooth, bands_per_rank=bands_per_rank, **params)
 
 
-def _mandelbrot_distributed(world: World, *, device, quiet, repeat, want_smooth, bands_per_rank,
-                            **params):
-    from oclsci.mandelbrot.renderer import MandelbrotRenderer, MandelbrotResult, MandelbrotTimings
-    from oclsci.runtime.device import create_context
-
-    if bands_per_rank is None:
-        text = os.environ.get("OCLSCI_MPI_BANDS", "").strip()
-        bands_per_rank = int(text) if text.isdigit() and int(text) > 0 \
-            else DEFAULT_BANDS_PER_RANK
-    compute = world.agree(create_context, device, quiet=True, local_rank=world.local_rank,
-                          local_ranks=world.local_ranks)
-    banners = world.comm.gather(f"oclsci: rank {world.rank}: " +
-                                compute.banner()[len("oclsci: "):], root=0)
-    if world.is_root and not quiet:
-        print("\n".join(banners), file=sys.stderr)
+def _mandelbrot_distributed(world: World, *, device, notify, repeat, want_smooth,
+                            bands_per_rank, **params):
+    bands_per_rank = resolve_bands_per_rank(bands_per_rank)
+    compute = world.open_device(device, notify)
     height = int(params["height"])
     bands = rank_bands(height, world.size, world.rank, bands_per_rank)
     renderers = world.agree(lambda: {first: MandelbrotRenderer(compute, rows=(first, count),
@@ -129,7 +137,4 @@ def _mandelbrot_distributed(world: World, *, device, quiet, repeat, want_smooth,
                 device=compute.name))
     if not world.is_root:
         return compute, None, None
-    if not quiet:
-        print(f"mpi: {world.size} ranks, {len(bands)} band(s) of rows each on rank 0 "
-              f"({bands_per_rank} per rank), gathered on rank 0; times below: the slowest rank")
     return compute, renderers[0], results

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.errors import InputError, OclsciError
+from oclsci.errors import InputError, OclsciError, first_line
+from oclsci.runtime.binding import node_name, visible_gpus
+from oclsci.runtime.device import create_context, node_local_rank
 
 # Launcher variables holding the number of ranks, in order of trust.
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
@@ -27,7 +29,6 @@ PRESENCE_VARIABLES = ("PMIX_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
 # Largest message sent in one piece (mpi4py and MPI-3 libraries count in int).
 MAX_MESSAGE_BYTES = 1 << 30
 TAG_HALO, TAG_SCATTER, TAG_GATHER = 61, 62, 63
-TEST_FAIL_VARIABLE = "OCLSCI_MPI_TEST_FAIL"  # "RANK:ITERATION" or "RANK:setup" (tests only)
 
 
 class RankError(OclsciError):
@@ -83,7 +84,7 @@ def mpi_world(environ: dict[str, str] | None = None) -> World | None:
         _WORLD = None
         return None
     announced = launcher_world_size(environ)
-    try:
+    try:  # only now: importing mpi4py starts MPI
         from mpi4py import MPI
     except ImportError as error:
         raise InputError(
@@ -148,14 +149,7 @@ def exit_code_of(error: BaseException) -> int:
 
 def one_line(error: BaseException) -> str:
     """``error`` as the one line the CLI prints for it."""
-    if isinstance(error, OclsciError):
-        text = str(error)
-    else:
-        name = type(error).__name__
-        if type(error).__module__.startswith("pyopencl"):
-            name = "OpenCL"
-        text = f"{name}: {error}" if str(error) else name
-    return (text.strip().splitlines() or [type(error).__name__])[0]
+    return first_line(error, with_type=not isinstance(error, OclsciError))
 
 
 def _agreed(error: BaseException) -> BaseException:
@@ -167,7 +161,7 @@ class World:
     """An MPI communicator with the helpers oclsci needs (rank 0 is the root)."""
 
     def __init__(self, comm: Any, local_rank: int | None = None):
-        from mpi4py import MPI
+        from mpi4py import MPI  # mpi4py is optional: imported once a world exists
 
         self.MPI = MPI
         self.comm = comm
@@ -200,9 +194,6 @@ class World:
 
         Node names come from Slurm when it runs the job (several slurmd may share a host), in
         the launcher's node-local rank order (SLURM_LOCALID...), else in world rank order."""
-        from oclsci.runtime.binding import node_name, visible_gpus
-        from oclsci.runtime.device import node_local_rank
-
         local = node_local_rank()
         me = (node_name(), visible_gpus()[1])
         everyone = self.comm.allgather((me, self.rank if local is None else local, self.rank))
@@ -218,6 +209,18 @@ class World:
         world = World(comm, self._local_rank)
         world._local_ranks = self._local_ranks
         return world
+
+    def open_device(self, device: str | None,
+                    notify: Callable[[str], None] | None = None) -> Any:
+        """This rank's ComputeContext, on its node-local GPU (collective, errors agreed); rank
+        0 passes the ranks' device lines to ``notify``."""
+        compute = self.agree(create_context, device, quiet=True, local_rank=self.local_rank,
+                             local_ranks=self.local_ranks)
+        banners = self.comm.gather(f"oclsci: rank {self.rank}: "
+                                   + compute.banner()[len("oclsci: "):], root=0)
+        if self.is_root and notify is not None:
+            notify("\n".join(banners))
+        return compute
 
     def bcast(self, value: Any) -> Any:
         """Rank 0's ``value`` on every rank."""
@@ -300,17 +303,4 @@ class World:
         for start in range(0, max(flat.size, 1), MAX_MESSAGE_BYTES):
             self.comm.Recv(flat[start:start + MAX_MESSAGE_BYTES], source=source, tag=tag)
         return out
-
-
-def _test_failure(world: World | None, where: str, iteration: int | None = None) -> None:
-    """Raise the failure that ``OCLSCI_MPI_TEST_FAIL=RANK:WHERE`` asks for (tests only)."""
-    setting = os.environ.get(TEST_FAIL_VARIABLE, "")
-    if not setting or world is None:
-        return
-    rank_text, _, when = setting.partition(":")
-    if not rank_text.strip().isdigit() or int(rank_text) != world.rank:
-        return
-    if when == where or (where == "exchange" and when.isdigit() and iteration is not None
-                         and iteration >= int(when)):
-        raise RuntimeError(f"injected failure ({TEST_FAIL_VARIABLE}={setting})")
 
