@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DEVICE_SPECS
+from conftest import DEVICE_SPECS, run_cli
 
 from oclsci import mpi
 from oclsci.jacobi.reference import jacobi_numpy, jacobi_step
@@ -195,11 +195,8 @@ def _env(extra: dict | None = None) -> dict:
 def oclsci(args: list, ranks: int | None = None, extra_env: dict | None = None,
            timeout: float = 180) -> subprocess.CompletedProcess:
     """Run `python -m oclsci ARGS` alone (ranks=None) or under `mpiexec -n RANKS`."""
-    command = [sys.executable, "-m", "oclsci", *map(str, args)]
-    if ranks is not None:
-        command = [*_mpiexec(), "-n", str(ranks), *command]
-    return subprocess.run(command, env=_env(extra_env), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+    launcher = [] if ranks is None else [*_mpiexec(), "-n", str(ranks)]
+    return run_cli(*args, launcher=launcher, env=_env(extra_env), timeout=timeout)
 
 
 def _ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
