@@ -7,29 +7,26 @@ Each round times, one after the other on the same grid: the seed's NumPy loop, t
 seed, coalesced and bands kernels (the bands kernel with its default configuration, and the
 tuned one when --tune is given). Every result is compared with NumPy's, bit for bit. Prints
 microseconds per iteration (best round) and the speed-up over NumPy, with the load average,
-since other work on the machine shows in CPU timings.
+since other work on the machine shows in CPU timings. Run it with oclsci importable (installed,
+or ``PYTHONPATH=.`` from the checkout).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
+import pyopencl as cl
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import pyopencl as cl  # noqa: E402
-
-import oclsci  # noqa: E402
-from oclsci.jacobi.picture import builtin_picture  # noqa: E402
-from oclsci.jacobi.reference import jacobi_step, laplacian  # noqa: E402
-from oclsci.jacobi.solver import JacobiSolver  # noqa: E402
-from oclsci.jacobi.tuning import KernelConfig, device_default  # noqa: E402
+import oclsci
+from oclsci.jacobi.picture import builtin_picture
+from oclsci.jacobi.reference import jacobi_step, laplacian
+from oclsci.jacobi.solver import JacobiSolver
+from oclsci.jacobi.tuning import KernelConfig, device_default
+from oclsci.jacobi.tuning.search import save_report, tune
 
 warnings.simplefilter("ignore", cl.CompilerWarning)
 
@@ -79,8 +76,6 @@ def main() -> None:
                 "coalesced": device_default(compute, "coalesced", dtype, (m, n)),
                 "bands (default)": device_default(compute, "bands", dtype, (m, n))}
     if args.tune > 0:
-        from oclsci.jacobi.tuning.search import save_report, tune
-
         report = tune(compute, (m, n), dtype, budget=args.tune, kernels=("bands", "coalesced"))
         save_report(report)
         variants["tuned"] = report.best.config

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Check and time oclsci on a GPU machine, in two stages that each fit a 10-minute call:
+# Check and time oclsci on a GPU machine, in stages that each fit a 10-minute call:
 #   bash benchmarks/gpu_verify.sh checks   # tests on the GPU, every Jacobi kernel on the seed's
 #                                          # case against NumPy, Mandelbrot and axpy targets
 #   bash benchmarks/gpu_verify.sh bench    # the full `oclsci bench all` table
+#   bash benchmarks/gpu_verify.sh jacobi   # `oclsci bench jacobi` with the talk's CuPy kernel
+#                                          # beside it (benchmarks/gpu_jacobi.py)
 #   bash benchmarks/gpu_verify.sh selftest # `oclsci selftest` (full, then --quick) and the
 #                                          # selftest, GPU-profile and fallback tests on the GPU
 # Results go to $OUT (default ./gpu-out). Needs the GPU to be the first device (PYOPENCL_CTX).
@@ -65,6 +67,11 @@ bench() {
         --plot "$out/bench-gpu.png" --quiet
 }
 
+jacobi() {
+    python3 benchmarks/gpu_jacobi.py --json "$out/jacobi-gpu.json" \
+        --markdown "$out/jacobi-gpu.md" --plot "$out/jacobi-gpu.png"
+}
+
 selftest() {
     log "devices"; python3 -m oclsci devices
     log "oclsci selftest --json"; time python3 -m oclsci selftest --json "$out/selftest-gpu.json"
@@ -78,6 +85,7 @@ selftest() {
 case "${1:-checks}" in
     checks) checks 2>&1 | tee "$out/checks.txt" ;;
     bench) bench 2>&1 | tee "$out/bench.txt" ;;
+    jacobi) jacobi 2>&1 | tee "$out/jacobi.txt" ;;
     selftest) selftest 2>&1 | tee "$out/selftest.txt" ;;
-    *) echo "usage: $0 checks|bench|selftest" >&2; exit 2 ;;
+    *) echo "usage: $0 checks|bench|jacobi|selftest" >&2; exit 2 ;;
 esac

@@ -1,18 +1,29 @@
-"""Shared fixtures: tests run on every available OpenCL device (PoCL in CI).
+"""Shared fixtures and the one way to run the command line in tests.
 
-Set OCLSCI_TEST_DEVICES to a comma-separated list of SPECs to choose the devices; by default
-every device of every platform except Oclgrind's simulator (whose tests are marked
-``oclgrind`` and pick it explicitly).
+Tests run on every available OpenCL device (PoCL in CI). Set OCLSCI_TEST_DEVICES to a
+comma-separated list of SPECs to choose the devices; by default every device of every platform
+except Oclgrind's simulator (whose tests are marked ``oclgrind`` and pick it explicitly).
+
+The command line runs as users run it, ``python -m oclsci ARGS`` in a subprocess:
+:func:`run_cli` waits for it, :func:`start_cli` returns the running process (for signals), and
+the :func:`invoke_cli` fixture calls ``oclsci.cli.main`` in this process where a test needs no
+process of its own. Import the functions with ``from conftest import run_cli, start_cli``.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Sequence
 
 import pytest
 
+from oclsci.cli import main
 from oclsci.errors import NoPlatformError
-from oclsci.runtime.device import get_platforms
+from oclsci.runtime.device import create_context, get_platforms
+
+CLI_TIMEOUT_S = 600  # a run that takes longer hangs: a failure, never a measurement
 
 
 def _device_specs() -> list[str]:
@@ -31,20 +42,78 @@ def _device_specs() -> list[str]:
 DEVICE_SPECS = _device_specs()
 
 
+def cli_command(*args, launcher: Sequence[str] = ()) -> list[str]:
+    """The argv of ``python -m oclsci ARGS`` (after ``launcher``, e.g. ``mpiexec -n 2``)."""
+    return [*map(str, launcher), sys.executable, "-m", "oclsci", *map(str, args)]
+
+
+def _environment(env: dict | None, extra_env: dict | None) -> dict | None:
+    if extra_env is None:
+        return env
+    return {**(os.environ if env is None else env), **extra_env}
+
+
+def run_cli(*args, env: dict | None = None, extra_env: dict | None = None, cwd=None,
+            input: str | None = None, timeout: float = CLI_TIMEOUT_S,
+            check_exit: int | None = None, launcher: Sequence[str] = ()
+            ) -> subprocess.CompletedProcess:
+    """Run ``python -m oclsci ARGS`` to its end; return the CompletedProcess (text output).
+
+    ``env`` is the whole environment (default: this process's), ``extra_env`` variables set on
+    top of it. stdin is ``input``, or /dev/null as in a batch job. ``check_exit`` asserts the
+    exit status (with stderr in the message). A run past ``timeout`` seconds is a failure.
+    """
+    try:
+        result = subprocess.run(cli_command(*args, launcher=launcher), cwd=cwd,
+                                env=_environment(env, extra_env), input=input,
+                                stdin=subprocess.DEVNULL if input is None else None,
+                                capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"oclsci {list(map(str, args))} did not finish within "
+                             f"{timeout} s (hang?)") from None
+    if check_exit is not None and result.returncode != check_exit:
+        raise AssertionError(f"oclsci {list(map(str, args))} exited {result.returncode}, not "
+                             f"{check_exit}:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def start_cli(*args, env: dict | None = None, extra_env: dict | None = None,
+              cwd=None) -> subprocess.Popen:
+    """Start ``python -m oclsci ARGS`` with stdin from /dev/null and output to pipes (no TTY).
+
+    ``env`` and ``extra_env`` as for :func:`run_cli`. The caller waits for the process (and
+    kills it in a ``finally``).
+    """
+    return subprocess.Popen(cli_command(*args), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd,
+                            env=_environment(env, extra_env))
+
+
+@pytest.fixture
+def invoke_cli(capsys):
+    """Run ``oclsci ARGS`` in this process: a function returning (exit code, stdout, stderr)."""
+    def invoke(*args) -> tuple[int, str, str]:
+        code = 0
+        try:
+            main(list(map(str, args)))
+        except SystemExit as stop:
+            code = stop.code or 0
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return invoke
+
+
 @pytest.fixture(params=DEVICE_SPECS or [pytest.param(None, marks=pytest.mark.skip(
     reason="no OpenCL device: pip install 'oclsci[pocl]'"))])
 def compute(request):
     """A ComputeContext for each test device in turn."""
-    from oclsci.runtime.device import create_context
-
     return create_context(request.param)
 
 
 @pytest.fixture
 def any_compute():
     """A ComputeContext on the first test device (for tests that need just one device)."""
-    from oclsci.runtime.device import create_context
-
     if not DEVICE_SPECS:
         pytest.skip("no OpenCL device: pip install 'oclsci[pocl]'")
     return create_context(DEVICE_SPECS[0])

@@ -1,4 +1,4 @@
-"""Start ``oclsci`` as a batch job would (no terminal) and signal it at a known point.
+"""Signal ``oclsci`` (started by ``conftest.start_cli``, as a batch job) at a known point.
 
 Nothing here waits a fixed time for the process to get somewhere: readiness is read from
 /proc (the signal mask and handlers of the process), so the tests behave the same on a fast,
@@ -7,22 +7,12 @@ a slow or a loaded machine. Timeouts only turn a hang into a failure.
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 HANG = 300.0  # seconds after which a process that should have acted is a failure
-
-
-def start_cli(*args, env: dict | None = None, cwd=None) -> subprocess.Popen:
-    """``python -m oclsci ARGS`` with stdin from /dev/null and output to pipes (no TTY)."""
-    return subprocess.Popen([sys.executable, "-m", "oclsci", *map(str, args)],
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=cwd,
-                            env=None if env is None else {**os.environ, **env})
 
 
 def _mask(pid: int, field: str) -> int:

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DEVICE_SPECS
+from conftest import DEVICE_SPECS, run_cli, start_cli
 
 from oclsci.bench import Timing, run_bench, schema, to_markdown, validate
 from oclsci.bench.core import Progress
@@ -31,11 +31,6 @@ DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
 QUICK_LIMIT_S = 90
 
 
-def oclsci(*args, env=None, cwd=None, timeout=600):
-    return subprocess.run([sys.executable, "-m", "oclsci", *map(str, args)], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})}, cwd=cwd)
-
-
 def assert_one_line_error(result, *fragments):
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
@@ -50,8 +45,8 @@ def quick_run(tmp_path_factory):
     """One `oclsci bench --quick` run (all workloads), shared by the tests that read it."""
     folder = tmp_path_factory.mktemp("bench")
     start = time.perf_counter()
-    result = oclsci("bench", "--quick", "--device", DEVICE, "--json", folder / "b.json",
-                    "--markdown", folder / "b.md")
+    result = run_cli("bench", "--quick", "--device", DEVICE, "--json", folder / "b.json",
+                     "--markdown", folder / "b.md")
     elapsed = time.perf_counter() - start
     assert result.returncode == 0, result.stderr
     report = json.loads((folder / "b.json").read_text())
@@ -227,7 +222,7 @@ def test_faulty_variant_through_the_cli_marks_failure(tmp_path, monkeypatch, cap
     (["--device", "no-such-device"], ["device SPEC 'no-such-device'"]),
 ])
 def test_bad_input_is_one_line(args, fragments, tmp_path):
-    result = oclsci("bench", "--quick", "--device", DEVICE, *args, cwd=tmp_path)
+    result = run_cli("bench", "--quick", "--device", DEVICE, *args, cwd=tmp_path)
     assert_one_line_error(result, *fragments)
     assert not list(tmp_path.iterdir())
 
@@ -324,10 +319,8 @@ def test_compare_script_puts_reports_side_by_side(quick_run, tmp_path):
 def test_sigterm_leaves_no_output(tmp_path):
     import signal
 
-    process = subprocess.Popen(
-        [sys.executable, "-m", "oclsci", "bench", "jacobi", "--device", DEVICE, "--json",
-         str(tmp_path / "b.json"), "--markdown", str(tmp_path / "b.md")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = start_cli("bench", "jacobi", "--device", DEVICE, "--json", tmp_path / "b.json",
+                        "--markdown", tmp_path / "b.md")
     time.sleep(4)
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)

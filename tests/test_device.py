@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pyopencl as cl
 import pytest
+from conftest import run_cli
 
 from oclsci.runtime.device import create_context, list_devices, node_local_rank
 
 FIELDS = {"spec", "platform", "name", "type", "vendor", "driver_version", "opencl_version",
           "compute_units", "global_mem_bytes", "local_mem_bytes", "max_work_group_size", "fp64"}
-
-
-def run_cli(*args, env=None):
-    environment = dict(os.environ, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "oclsci", *args], capture_output=True,
-                          text=True, env=environment, timeout=120)
 
 
 def test_devices_json_lists_every_device_with_its_facts():
@@ -51,7 +43,7 @@ def test_pocl_selected_by_ctx_index_and_name(how, tmp_path):
         pytest.skip("platform 0 is not PoCL here")
     np.save(tmp_path / "b.npy", np.ones((3, 3), dtype=np.float32))
     result = run_cli("jacobi", str(tmp_path / "b.npy"), "-n", "2", *how.get("args", []),
-                     env=how.get("env"))
+                     extra_env=how.get("env"))
     assert result.returncode == 0, result.stderr
     banner = result.stderr.strip().splitlines()[0]
     assert banner.startswith("oclsci: device 0:0 ") and "Portable Computing Language" in banner
@@ -72,7 +64,7 @@ def test_bad_spec_is_one_line_listing_available_specs(spec):
 
 
 def test_bad_pyopencl_ctx_is_one_line():
-    result = run_cli("jacobi", "-n", "1", env={"PYOPENCL_CTX": "no-such-platform"})
+    result = run_cli("jacobi", "-n", "1", extra_env={"PYOPENCL_CTX": "no-such-platform"})
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "no platform matches 'no-such-platform'" in result.stderr
 

@@ -17,6 +17,7 @@ import oclgrind as og
 import pyopencl as cl
 import pyopencl.tools
 import pytest
+from conftest import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -431,8 +432,7 @@ def test_names_and_indices_pick_the_right_platform(two_platforms):
 def test_oclgrind_claims_every_device_type(two_platforms):
     """Oclgrind reports CL_DEVICE_TYPE_ALL (GPU+CPU+ACCELERATOR), which the default meets."""
     env, platforms = two_platforms
-    result = subprocess.run([sys.executable, "-m", "oclsci", "devices", "--json"], env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = run_cli("devices", "--json", env=env)
     types = {entry["platform"]: entry["type"] for entry in json.loads(result.stdout)}
     assert "GPU" in types["Oclgrind"] and "CPU" in types["Oclgrind"]
 
@@ -452,15 +452,13 @@ def test_default_is_reported_with_how_it_was_chosen(two_platforms):
 
 def test_devices_command_lists_both_platforms(two_platforms):
     env, platforms = two_platforms
-    result = subprocess.run([sys.executable, "-m", "oclsci", "devices", "--json"], env=env,
-                            capture_output=True, text=True, timeout=120)
+    result = run_cli("devices", "--json", env=env)
     assert result.returncode == 0, result.stderr
     listed = json.loads(result.stdout)
     expected = [(f"{p}:{d}", name, device) for p, (name, devices) in enumerate(platforms)
                 for d, device in enumerate(devices)]
     assert [(e["spec"], e["platform"], e["name"]) for e in listed] == expected
-    table = subprocess.run([sys.executable, "-m", "oclsci", "devices"], env=env,
-                           capture_output=True, text=True, timeout=120)
+    table = run_cli("devices", env=env)
     assert table.returncode == 0, table.stderr
     for p, (name, _) in enumerate(platforms):
         assert f"platform {p}: {name}" in table.stdout
@@ -472,10 +470,8 @@ def test_jacobi_runs_on_the_device_named(two_platforms, tmp_path):
     np.save(tmp_path / "b.npy", np.arange(6, dtype=np.float32).reshape(2, 3))
     for word in ("oclgrind", "portable"):
         out = tmp_path / f"x-{word}.npy"
-        result = subprocess.run([sys.executable, "-m", "oclsci", "jacobi", "b.npy", "-n", "3",
-                                 "--kernel", "seed", "--device", word, "-o", out.name],
-                                env=env, cwd=tmp_path, capture_output=True, text=True,
-                                timeout=120)
+        result = run_cli("jacobi", "b.npy", "-n", "3", "--kernel", "seed", "--device", word,
+                         "-o", out.name, env=env, cwd=tmp_path)
         assert result.returncode == 0, result.stderr
         p = _index(platforms, {"oclgrind": "Oclgrind", "portable": "Portable"}[word])
         banner = result.stderr.splitlines()[0]
@@ -487,8 +483,7 @@ def test_jacobi_runs_on_the_device_named(two_platforms, tmp_path):
 
 def test_bad_spec_lists_both_platforms(two_platforms):
     env, platforms = two_platforms
-    result = subprocess.run([sys.executable, "-m", "oclsci", "jacobi", "-n", "1", "--device",
-                             "nvidia"], env=env, capture_output=True, text=True, timeout=120)
+    result = run_cli("jacobi", "-n", "1", "--device", "nvidia", env=env)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("oclsci: error:"), result.stderr

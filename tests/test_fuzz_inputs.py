@@ -15,13 +15,12 @@ import json
 import os
 import signal
 import struct
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -323,15 +322,9 @@ def test_tuning_cache_entries_of_any_shape_are_ignored_or_used(any_compute, tmp_
 
 # -- end to end: the command line --------------------------------------------------------------
 
-def oclsci(*args, cwd, env=None):
-    environment = dict(os.environ, **(env or {}))
-    try:
-        return subprocess.run([sys.executable, "-m", "oclsci", *map(str, args)], cwd=cwd,
-                              env=environment, capture_output=True, text=True,
-                              timeout=CLI_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise AssertionError(
-            f"oclsci {args} did not finish within {CLI_TIMEOUT_S} s (hang?)") from None
+def oclsci(*args, cwd, extra_env=None):
+    """Run the CLI in ``cwd``; a run past CLI_TIMEOUT_S is a failure (a hang on bad input)."""
+    return run_cli(*args, cwd=cwd, extra_env=extra_env, timeout=CLI_TIMEOUT_S)
 
 
 def assert_one_line_failure(result, folder: Path, name: str | None = None) -> None:
@@ -503,7 +496,7 @@ def test_cli_ignores_broken_tuning_cache_with_one_warning(tmp_path, content):
     cache.write_bytes(content)
     np.save(tmp_path / "b.npy", GOOD)
     result = oclsci("jacobi", "b.npy", "-n", "2", "-o", "out.npy", "--quiet", cwd=tmp_path,
-                    env={"OCLSCI_TUNE_CACHE": str(cache)})
+                    extra_env={"OCLSCI_TUNE_CACHE": str(cache)})
     assert result.returncode == 0, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) <= 1 and "Traceback" not in result.stderr, result.stderr

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 from oclsci.runtime import icd
 
@@ -111,7 +112,6 @@ def test_devices_command_lists_intel(tmp_path):
     _needs_intel()
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path), PYTHONPATH=ROOT)
     env.pop("OCL_ICD_VENDORS", None)
-    done = subprocess.run([sys.executable, "-m", "oclsci", "devices"], capture_output=True,
-                          text=True, env=env)
+    done = run_cli("devices", env=env)
     assert done.returncode == 0, done.stderr
     assert "Intel(R) OpenCL" in done.stdout and "Portable Computing Language" in done.stdout

@@ -13,13 +13,12 @@ import os
 import re
 import signal
 import struct
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli, start_cli
 from PIL import Image
 
 from oclsci.errors import (
@@ -34,12 +33,6 @@ from oclsci.io import read_array
 from oclsci.jacobi.reference import jacobi_numpy
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-
-
-def oclsci(*args, cwd, env=None, timeout=300):
-    """Run the CLI in a subprocess from ``cwd``; return the CompletedProcess."""
-    return subprocess.run([sys.executable, "-m", "oclsci", *map(str, args)], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def assert_one_line_error(result, code, *fragments):
@@ -62,25 +55,25 @@ def rhs_file(tmp_path):
 
 def test_resume_goes_on_in_the_checkpoints_dtype(rhs_file, tmp_path):
     rhs, path = rhs_file
-    first = oclsci("jacobi", path, "-n", 40, "--dtype", "float64", "--checkpoint", "c.npz",
-                   "-q", cwd=tmp_path)
+    first = run_cli("jacobi", path, "-n", 40, "--dtype", "float64", "--checkpoint", "c.npz",
+                    "-q", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    resumed = oclsci("jacobi", "--resume", "c.npz", "-n", 90, "-o", "x.npy", "-q", cwd=tmp_path)
+    resumed = run_cli("jacobi", "--resume", "c.npz", "-n", 90, "-o", "x.npy", "-q", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     x = np.load(tmp_path / "x.npy")
     assert x.dtype == np.float64
     np.testing.assert_array_equal(x, jacobi_numpy(rhs, 90, dtype=np.float64))
-    contradicting = oclsci("jacobi", "--resume", "c.npz", "-n", 90, "--dtype", "float32",
-                           "-o", "y.npy", cwd=tmp_path)
+    contradicting = run_cli("jacobi", "--resume", "c.npz", "-n", 90, "--dtype", "float32",
+                            "-o", "y.npy", cwd=tmp_path)
     assert_one_line_error(contradicting, 1, "--dtype float32", "c.npz", "float64")
     assert not (tmp_path / "y.npy").exists()
 
 
 def test_resume_refuses_fewer_iterations_than_done(rhs_file, tmp_path):
     _, path = rhs_file
-    assert oclsci("jacobi", path, "-n", 30, "--checkpoint", "c.npz", "-q",
-                  cwd=tmp_path).returncode == 0
-    result = oclsci("jacobi", "--resume", "c.npz", "-n", 10, "-o", "x.npy", cwd=tmp_path)
+    assert run_cli("jacobi", path, "-n", 30, "--checkpoint", "c.npz", "-q",
+                   cwd=tmp_path).returncode == 0
+    result = run_cli("jacobi", "--resume", "c.npz", "-n", 10, "-o", "x.npy", cwd=tmp_path)
     assert_one_line_error(result, 1, "c.npz", "iteration 30", "--iterations 10")
     assert not (tmp_path / "x.npy").exists()
 
@@ -93,9 +86,9 @@ def test_absurd_iteration_counts_are_refused(rhs_file, tmp_path):
              format_version=np.int64(1))
     with pytest.raises(InputError, match="out of range"):
         load_checkpoint(tmp_path / "c.npz")
-    result = oclsci("jacobi", "--resume", "c.npz", "-n", 2**53, "-o", "x.npy", cwd=tmp_path)
+    result = run_cli("jacobi", "--resume", "c.npz", "-n", 2**53, "-o", "x.npy", cwd=tmp_path)
     assert_one_line_error(result, 1, "c.npz", "out of range")
-    result = oclsci("jacobi", path, "-n", 2**62, "-o", "x.npy", cwd=tmp_path)
+    result = run_cli("jacobi", path, "-n", 2**62, "-o", "x.npy", cwd=tmp_path)
     assert_one_line_error(result, 1, "--iterations")
     assert not (tmp_path / "x.npy").exists()
 
@@ -158,8 +151,8 @@ def test_min_is_white_tiff_reads_as_stored(tmp_path):
 
 def test_jacobi_cli_uses_the_stored_pgm_values(tmp_path):
     (tmp_path / "b.pgm").write_bytes(IMAGES["maxval100.pgm"][0])
-    result = oclsci("jacobi", "b.pgm", "-n", 25, "--dtype", "float64", "-o", "x.npy", "-q",
-                    cwd=tmp_path)
+    result = run_cli("jacobi", "b.pgm", "-n", 25, "--dtype", "float64", "-o", "x.npy", "-q",
+                     cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"),
                                   jacobi_numpy(STORED.astype(np.float64), 25, dtype=np.float64))
@@ -179,7 +172,7 @@ def test_damaged_pgm_is_one_line_error(tmp_path):
 
 def test_values_beyond_the_dtype_are_refused_before_computing(tmp_path):
     np.save(tmp_path / "big.npy", np.full((5, 4), 1e300))
-    result = oclsci("jacobi", "big.npy", "-n", 10, "-o", "x.npy", cwd=tmp_path)
+    result = run_cli("jacobi", "big.npy", "-n", 10, "-o", "x.npy", cwd=tmp_path)
     assert_one_line_error(result, 1, "big.npy", "float32")
     assert "device" not in result.stderr  # refused before choosing a device
     assert not (tmp_path / "x.npy").exists()
@@ -187,20 +180,20 @@ def test_values_beyond_the_dtype_are_refused_before_computing(tmp_path):
 
 def test_overflowing_results_write_nothing(tmp_path):
     np.save(tmp_path / "b38.npy", np.full((5, 4), 3e38, dtype=np.float32))
-    result = oclsci("jacobi", "b38.npy", "-n", 100, "-o", "x.npy", "--checkpoint", "c.npz",
-                    "-q", cwd=tmp_path)
+    result = run_cli("jacobi", "b38.npy", "-n", 100, "-o", "x.npy", "--checkpoint", "c.npz",
+                     "-q", cwd=tmp_path)
     assert_one_line_error(result, 1, "NaN or infinite", "float32")
     assert not (tmp_path / "x.npy").exists() and not (tmp_path / "c.npz").exists()
     np.save(tmp_path / "huge.npy", np.full((5, 4), 1.5e308))
-    result = oclsci("laplacian", "huge.npy", "-o", "l.npy", cwd=tmp_path)
+    result = run_cli("laplacian", "huge.npy", "-o", "l.npy", cwd=tmp_path)
     assert_one_line_error(result, 1, "Laplacian", "float64")
     assert "RuntimeWarning" not in result.stderr and not (tmp_path / "l.npy").exists()
 
 
 def test_mandelbrot_refuses_windows_that_overflow(tmp_path):
     for dtype in ("float32", "float64"):
-        result = oclsci("mandelbrot", "--xmin", "-1e300", "--xmax", "1e300", "--dtype", dtype,
-                        "-o", "m.png", "--counts", "c.npy", cwd=tmp_path)
+        result = run_cli("mandelbrot", "--xmin", "-1e300", "--xmax", "1e300", "--dtype", dtype,
+                         "-o", "m.png", "--counts", "c.npy", cwd=tmp_path)
         assert_one_line_error(result, 1, "xmin", dtype)
     assert not list(tmp_path.iterdir())
 
@@ -230,8 +223,8 @@ def test_exit_code_table_is_the_one_tested():
 
 
 def test_exit_0_and_1(rhs_file, tmp_path):
-    assert oclsci("jacobi", "b.npy", "-n", 3, "-o", "x.npy", "-q", cwd=tmp_path).returncode == 0
-    assert_one_line_error(oclsci("jacobi", "missing.npy", "-n", 3, cwd=tmp_path), 1,
+    assert run_cli("jacobi", "b.npy", "-n", 3, "-o", "x.npy", "-q", cwd=tmp_path).returncode == 0
+    assert_one_line_error(run_cli("jacobi", "missing.npy", "-n", 3, cwd=tmp_path), 1,
                           "missing.npy")
 
 
@@ -246,7 +239,7 @@ def test_exit_0_and_1(rhs_file, tmp_path):
 ])
 def test_exit_2_for_usage_errors(rhs_file, tmp_path, args):
     (tmp_path / "folder").mkdir()
-    result = oclsci(*args, cwd=tmp_path)
+    result = run_cli(*args, cwd=tmp_path)
     assert_one_line_error(result, EXIT_USAGE)
 
 
@@ -256,15 +249,15 @@ def test_exit_69_without_a_usable_device(tmp_path):
     env = dict(os.environ, POCL_CACHE_DIR=str(tmp_path / "a-file" / "cache"))
     for name in ("PYOPENCL_CTX", "PYOPENCL_TEST"):
         env.pop(name, None)
-    devices = oclsci("devices", cwd=tmp_path, env=env)
+    devices = run_cli("devices", cwd=tmp_path, env=env)
     if devices.returncode == 0:  # other platforms (Oclgrind in CI) still have devices
         assert "no usable device" in devices.stdout and "a-file" in devices.stdout
-        result = oclsci("jacobi", "-n", 1, "--device", "portable", "-o", "x.npy", cwd=tmp_path,
-                        env=env)
+        result = run_cli("jacobi", "-n", 1, "--device", "portable", "-o", "x.npy", cwd=tmp_path,
+                         env=env)
         assert_one_line_error(result, 1, "no usable device", "a-file", "POCL_CACHE_DIR")
     else:
         assert_one_line_error(devices, EXIT_NO_PLATFORM, "a-file", "POCL_CACHE_DIR")
-        result = oclsci("jacobi", "-n", 1, "-o", "x.npy", cwd=tmp_path, env=env)
+        result = run_cli("jacobi", "-n", 1, "-o", "x.npy", cwd=tmp_path, env=env)
         assert_one_line_error(result, EXIT_NO_PLATFORM, "a-file", "not usable")
     assert not (tmp_path / "x.npy").exists()
 
@@ -275,11 +268,8 @@ LONG = str(10**9)  # steps: far more than a run does before its signal
 def test_exit_75_and_128_plus_n(rhs_file, tmp_path):
     """75: a signal after a checkpoint; 128+N: a signal (SIGHUP) with no checkpoint."""
     np.save(tmp_path / "b.npy", np.random.default_rng(1).standard_normal((16, 16)))
-    process = subprocess.Popen([sys.executable, "-m", "oclsci", "jacobi", "b.npy", "-n", LONG,
-                                "--kernel", "seed", "--checkpoint", "c.npz",
-                                "--checkpoint-every", "2000", "-q", "-o", "x.npy"],
-                               cwd=tmp_path, stderr=subprocess.PIPE, text=True,
-                               stdin=subprocess.DEVNULL)
+    process = start_cli("jacobi", "b.npy", "-n", LONG, "--kernel", "seed", "--checkpoint",
+                        "c.npz", "--checkpoint-every", "2000", "-q", "-o", "x.npy", cwd=tmp_path)
     try:
         _wait_for(lambda: (tmp_path / "c.npz").exists(), process)
         process.send_signal(signal.SIGTERM)
@@ -288,9 +278,8 @@ def test_exit_75_and_128_plus_n(rhs_file, tmp_path):
         process.kill()
     assert process.returncode == 75, stderr
     assert not (tmp_path / "x.npy").exists()
-    process = subprocess.Popen([sys.executable, "-m", "oclsci", "jacobi", "b.npy", "-n", LONG,
-                                "--kernel", "seed", "-o", "x.npy"], cwd=tmp_path,
-                               stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    process = start_cli("jacobi", "b.npy", "-n", LONG, "--kernel", "seed", "-o", "x.npy",
+                        cwd=tmp_path)
     try:
         assert "device" in process.stderr.readline()  # the banner: handlers are in place
         process.send_signal(signal.SIGHUP)
@@ -361,8 +350,8 @@ def test_full_pocl_cache_is_refused_before_building(monkeypatch, tmp_path):
 ])
 def test_outputs_are_checked_before_computing(rhs_file, tmp_path, args, fragment):
     (tmp_path / "folder.png").mkdir()
-    result = oclsci(*args, "--width", 10, "--height", 10, cwd=tmp_path) \
-        if args[0] == "mandelbrot" else oclsci(*args, "-n", 5, cwd=tmp_path)
+    result = run_cli(*args, "--width", 10, "--height", 10, cwd=tmp_path) \
+        if args[0] == "mandelbrot" else run_cli(*args, "-n", 5, cwd=tmp_path)
     assert_one_line_error(result, 1, fragment)
     assert "device" not in result.stderr  # nothing computed, no device even chosen
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.npy", "folder.png"]
@@ -386,8 +375,8 @@ def test_out_of_range_tuning_entries_are_ignored_with_one_warning(tmp_path, any_
     key = cache_key(any_compute, np.float32, rhs.shape)
     cache.write_text(json.dumps({"format": 1, "entries": {key: {"best": entry}}}))
     env = dict(os.environ, OCLSCI_TUNE_CACHE=str(cache))
-    result = oclsci("jacobi", "b.npy", "-n", 20, "-o", "x.npy", "-q", "--device",
-                    any_compute.spec, cwd=tmp_path, env=env)
+    result = run_cli("jacobi", "b.npy", "-n", 20, "-o", "x.npy", "-q", "--device",
+                     any_compute.spec, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("oclsci: warning:") and str(cache) in lines[0]
@@ -457,7 +446,7 @@ def time_limit(seconds: int):
 def test_bad_device_variable_is_named(tmp_path, variable):
     env = {k: v for k, v in os.environ.items() if k not in ("PYOPENCL_CTX", "PYOPENCL_TEST")}
     env[variable] = "no-such-platform"
-    result = oclsci("jacobi", "-n", 1, "-o", "x.npy", cwd=tmp_path, env=env)
+    result = run_cli("jacobi", "-n", 1, "-o", "x.npy", cwd=tmp_path, env=env)
     assert_one_line_error(result, 1, f"{variable} 'no-such-platform'")
 
 

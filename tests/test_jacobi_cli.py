@@ -4,26 +4,21 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli, start_cli
 from PIL import Image
-from signal_helpers import finish, start_cli, wait_until_computing
+from signal_helpers import finish, wait_until_computing
 
 from oclsci.jacobi.checkpoint import load_checkpoint
 from oclsci.jacobi.reference import jacobi_numpy, laplacian
 
 
-def oclsci(*args, check=True, timeout=300, **kwargs):
-    """Run the CLI in a subprocess; return the CompletedProcess."""
-    result = subprocess.run([sys.executable, "-m", "oclsci", *map(str, args)],
-                            capture_output=True, text=True, timeout=timeout, **kwargs)
-    if check and result.returncode != 0:
-        raise AssertionError(f"oclsci {args} failed ({result.returncode}): {result.stderr}")
-    return result
+def oclsci(*args, check=True, **kwargs):
+    """Run the CLI; with ``check`` a non-zero exit fails the test (stderr in the message)."""
+    return run_cli(*args, check_exit=0 if check else None, **kwargs)
 
 
 def assert_one_line_error(result, *fragments):

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import importlib
 import signal
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
-from conftest import DEVICE_SPECS
+from conftest import DEVICE_SPECS, run_cli, start_cli
 
 from oclsci.errors import InputError
 from oclsci.signal import VARIANTS, Periodogram, lombscargle, lombscargle_numpy
@@ -206,12 +204,6 @@ def test_should_stop_raises_with_the_signal_exit_code(any_compute):
 # The command
 
 
-def run_cli(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "oclsci", "lombscargle", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL, env=env)
-
-
 @pytest.fixture(scope="module")
 def sample_files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("lombscargle")
@@ -234,13 +226,13 @@ def test_cli_inputs_and_outputs_agree_with_scipy(sample_files, tmp_path):
     results = []
     for name in ("rows.npy", "columns.npy", "samples.csv", "samples.txt"):
         out = tmp_path / f"{name}.npy"
-        result = run_cli(folder / name, "--freqs", "0.1:4:500", "-o", out, "--precenter",
-                         "--normalize", "-q", *device)
+        result = run_cli("lombscargle", folder / name, "--freqs", "0.1:4:500", "-o", out,
+                         "--precenter", "--normalize", "-q", *device)
         assert result.returncode == 0, result.stderr
         results.append(np.load(out))
     out_csv = tmp_path / "p.csv"
-    result = run_cli(folder / "rows.npy", "--freqs-file", folder / "freqs.npy", "-o", out_csv,
-                     "--precenter", "--normalize", *device)
+    result = run_cli("lombscargle", folder / "rows.npy", "--freqs-file", folder / "freqs.npy",
+                     "-o", out_csv, "--precenter", "--normalize", *device)
     assert result.returncode == 0, result.stderr
     assert "peak power" in result.stdout
     table = np.loadtxt(out_csv, delimiter=",", skiprows=1)
@@ -254,7 +246,7 @@ def test_cli_png(sample_files, tmp_path):
     pytest.importorskip("matplotlib")
     folder, _, _ = sample_files
     out = tmp_path / "p.png"
-    result = run_cli(folder / "rows.npy", "--freqs", "0.1:4:300", "-o", out, "-q")
+    result = run_cli("lombscargle", folder / "rows.npy", "--freqs", "0.1:4:300", "-o", out, "-q")
     assert result.returncode == 0, result.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -274,7 +266,7 @@ def test_cli_bad_input_one_line(tmp_path, content, args, message):
     path = tmp_path / "in.csv"
     path.write_text(content if content is not None else "0,1\n1,0\n")
     args = [a if not a.endswith((".txt", ".npy")) else str(tmp_path / a) for a in args]
-    result = run_cli(path, *args)
+    result = run_cli("lombscargle", path, *args)
     assert result.returncode == 1
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr, \
@@ -287,11 +279,8 @@ def test_cli_signal_stops_with_128_plus_n_and_no_output(sample_files, tmp_path, 
     folder, _, _ = sample_files
     out = tmp_path / "never.npy"
     device = ["--device", DEVICE_SPECS[0]] if DEVICE_SPECS else []
-    process = subprocess.Popen(
-        [sys.executable, "-m", "oclsci", "lombscargle", str(folder / "rows.npy"), "--freqs",
-         "0.1:4:20000000", "--dtype", "float32", "-o", str(out), *device],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        stdin=subprocess.DEVNULL)
+    process = start_cli("lombscargle", folder / "rows.npy", "--freqs", "0.1:4:20000000",
+                        "--dtype", "float32", "-o", out, *device)
     try:
         for line in process.stderr:
             if line.startswith("lombscargle: computing"):

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from oclsci.cli import main
 from oclsci.errors import InputError
 from oclsci.mandelbrot.reference import mandelbrot_numpy, mandelbrot_set_np, smooth_count
 from oclsci.mandelbrot.renderer import MandelbrotRenderer, mandelbrot, parse_horizon, row_band
@@ -99,24 +98,13 @@ def test_parse_horizon_refuses(text):
         parse_horizon(text)
 
 
-def _run_cli(capsys, *args):
-    """Run ``oclsci ARGS`` in-process; return (exit code, stdout, stderr)."""
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as stop:
-        code = stop.code or 0
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_cli_writes_png_and_counts(any_compute, tmp_path, capsys):
+def test_cli_writes_png_and_counts(any_compute, tmp_path, invoke_cli):
     from PIL import Image
 
     png, npy = tmp_path / "m.png", tmp_path / "counts.npy"
-    code, out, err = _run_cli(capsys, "mandelbrot", "-o", str(png), "--counts", str(npy),
-                              "--width", "120", "--height", "90", "--maxiter", "100",
-                              "--renderer", "numpy", "--device", any_compute.spec)
+    code, out, err = invoke_cli("mandelbrot", "-o", str(png), "--counts", str(npy),
+                                "--width", "120", "--height", "90", "--maxiter", "100",
+                                "--renderer", "numpy", "--device", any_compute.spec)
     assert code == 0, err
     with Image.open(png) as image:
         assert image.size == (120, 90) and image.mode == "RGB"
@@ -147,10 +135,11 @@ BAD_INPUTS = [
 
 
 @pytest.mark.parametrize("args, word", BAD_INPUTS)
-def test_cli_bad_input_one_line_error(any_compute, tmp_path, capsys, monkeypatch, args, word):
+def test_cli_bad_input_one_line_error(any_compute, tmp_path, invoke_cli, monkeypatch, args,
+                                      word):
     monkeypatch.chdir(tmp_path)
-    code, out, err = _run_cli(capsys, "mandelbrot", "--width", "8", "--height", "8",
-                              "--device", any_compute.spec, *args)
+    code, out, err = invoke_cli("mandelbrot", "--width", "8", "--height", "8",
+                                "--device", any_compute.spec, *args)
     assert code != 0
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("oclsci: error:"), err

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
-from conftest import DEVICE_SPECS
+from conftest import DEVICE_SPECS, run_cli
 
 from oclsci.cli import main
 from oclsci.runtime import device as device_module
@@ -25,9 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_selftest_command_passes(spec, tmp_path):
     report = tmp_path / "selftest.json"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-m", "oclsci", "selftest", "--quick", "--device",
-                           spec, "--json", str(report)], capture_output=True, text=True,
-                          env=env, cwd=tmp_path)
+    done = run_cli("selftest", "--quick", "--device", spec, "--json", report, env=env,
+                   cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     checks = [line for line in lines if line.startswith(("PASS", "FAIL"))]
@@ -111,8 +108,7 @@ def test_selftest_passes_under_oclgrind(tmp_path):
     env = og.oclgrind_environ(og.make_vendors_dir(tmp_path / "vendors"), checks=False)
     env.update(OCLGRIND_LOCAL_MEM_SIZE="65536",
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-m", "oclsci", "selftest", "--quick", "--device",
-                           "oclgrind"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    done = run_cli("selftest", "--quick", "--device", "oclgrind", env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Oclgrind" in done.stdout.splitlines()[0]
     assert done.stdout.splitlines()[-1].startswith("selftest PASS: ")

@@ -15,10 +15,10 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import run_cli, start_cli
 from signal_helpers import (
     finish,
     peak_rss_mb,
-    start_cli,
     wait_for_file,
     wait_until_computing,
     wait_until_handling,
@@ -98,7 +98,7 @@ def test_signal_during_a_cold_kernel_build_is_not_lost(tmp_path, rhs_file):
     """PoCL's LLVM takes SIGUSR1 while it compiles: a signal sent then must still stop the
     run (after the build) with its checkpoint."""
     process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "--checkpoint", tmp_path / "c.npz",
-                        env={"POCL_CACHE_DIR": str(tmp_path / "pocl-cache")})
+                        extra_env={"POCL_CACHE_DIR": str(tmp_path / "pocl-cache")})
     wait_until_computing(process)  # from here on the context and kernels build
     process.send_signal(signal.SIGUSR1)
     code, stderr = finish(process)
@@ -240,9 +240,7 @@ def test_stale_temporary_files_of_a_killed_run_are_removed(tmp_path, rhs_file):
         other = tmp_path / ".unrelated.tmp"
         other.write_bytes(b"not ours")
         temporary.write_bytes(b"replaced below")
-    result = subprocess.run([sys.executable, "-m", "oclsci", "jacobi", rhs_file, "-n", "5",
-                             "--checkpoint", checkpoint, "--quiet"],
-                            capture_output=True, text=True, timeout=300)
+    result = run_cli("jacobi", rhs_file, "-n", "5", "--checkpoint", checkpoint, "--quiet")
     assert result.returncode == 0, result.stderr
     assert not stale.exists() and live.exists() and other.exists()
     assert load_checkpoint(checkpoint).iteration == 5

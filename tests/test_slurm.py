@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_cli
 from slurm_cluster import FINAL_STATES, SlurmCluster, SlurmUnavailable
 
 pytestmark = pytest.mark.slurm
@@ -71,12 +72,6 @@ def job_env(slurm):
     return env
 
 
-def oclsci(*args: str, env: dict, cwd: Path) -> subprocess.CompletedProcess:
-    """`oclsci ARGS` run here, outside Slurm, with the jobs' environment."""
-    return subprocess.run([sys.executable, "-m", "oclsci", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
-
-
 def write_input(path: Path, shape=(64, 48), seed=7) -> Path:
     rng = np.random.default_rng(seed)
     np.save(path, rng.standard_normal(shape).astype(np.float32))
@@ -85,8 +80,8 @@ def write_input(path: Path, shape=(64, 48), seed=7) -> Path:
 
 def reference(tmp: Path, env: dict, inp: Path, iterations: int, *args: str, name="ref.npy"
               ) -> np.ndarray:
-    r = oclsci("jacobi", str(inp), "--iterations", str(iterations), *args, "-o", str(tmp / name),
-               "--quiet", env=env, cwd=tmp)
+    r = run_cli("jacobi", str(inp), "--iterations", str(iterations), *args, "-o", str(tmp / name),
+                "--quiet", env=env, cwd=tmp)
     assert r.returncode == 0, r.stderr
     return np.load(tmp / name)
 
@@ -494,8 +489,7 @@ def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path)
 
 
 def _has_selftest() -> bool:
-    r = subprocess.run([sys.executable, "-m", "oclsci", "selftest", "--help"],
-                       capture_output=True, text=True, timeout=120)
+    r = run_cli("selftest", "--help", timeout=120)
     return r.returncode == 0
 
 
@@ -647,8 +641,8 @@ def test_sweep_array(slurm, job_env, tmp_path):
         assert task["JobState"] == "COMPLETED" and task["ExitCode"] == "0:0", (
             log.read_text() if log.exists() else f"no {log}")
     for index, case in enumerate(cases):
-        r = oclsci("jacobi", str(inp), "--iterations", str(iterations), *case.split(),
-                   "-o", str(tmp_path / f"ref{index}.npy"), "--quiet", env=job_env, cwd=tmp_path)
+        r = run_cli("jacobi", str(inp), "--iterations", str(iterations), *case.split(),
+                    "-o", str(tmp_path / f"ref{index}.npy"), "--quiet", env=job_env, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         out = np.load(tmp_path / f"oclsci-sweep-{jobid}_{index}.npy")
         ref = np.load(tmp_path / f"ref{index}.npy")

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+from conftest import run_cli
 
 from oclsci.errors import InputError, OclsciWarning, OutputError
 from oclsci.jacobi import kernels, tuning
@@ -281,15 +280,13 @@ def test_tune_finds_an_exact_configuration_and_saves_it(cache, any_compute):
 
 def test_tune_command(cache, tmp_path):
     env = dict(os.environ, OCLSCI_TUNE_CACHE=str(cache))
-    result = subprocess.run([sys.executable, "-m", "oclsci", "tune", "--size", "24x31",
-                             "--budget", "0.1", "--kernel", "coalesced", "--dtype", "float64"],
-                            capture_output=True, text=True, env=env, timeout=300)
+    result = run_cli("tune", "--size", "24x31", "--budget", "0.1", "--kernel", "coalesced",
+                     "--dtype", "float64", env=env)
     assert result.returncode == 0, result.stderr
     assert "best: coalesced(" in result.stdout and str(cache) in result.stdout
     entries = json.loads(cache.read_text())["entries"]
     assert len(entries) == 1 and "float64" in next(iter(entries))
-    bad = subprocess.run([sys.executable, "-m", "oclsci", "tune", "--size", "24by31"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    bad = run_cli("tune", "--size", "24by31", env=env)
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines() == [
         "oclsci: error: --size must look like ROWSxCOLUMNS (e.g. 266x400), got '24by31'"]
