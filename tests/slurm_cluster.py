@@ -9,7 +9,11 @@ so it touches nothing in /etc or /var and can run beside a real Slurm. The nodes
 lets them claim more than the host has) and ``gpus`` fake GRES GPUs each: character devices
 made with ``mknod`` that nothing opens, so that Slurm allots them and sets
 ``CUDA_VISIBLE_DEVICES``/``ROCR_VISIBLE_DEVICES``/``GPU_DEVICE_ORDINAL`` per task while the
-jobs compute on PoCL. Clients find it through ``SLURM_CONF`` (see :attr:`SlurmCluster.env`).
+jobs compute on PoCL. Two partitions hold both nodes: ``partition`` (the default) and
+``other_partition``, so that a test can tell which one a job asked for. There is no slurmdbd
+(``sacct`` has nothing to read); finished jobs are recorded by ``jobcomp/filetxt`` instead, one
+line each in :attr:`SlurmCluster.jobcomp` (see :meth:`SlurmCluster.completion`). Clients find
+it through ``SLURM_CONF`` (see :attr:`SlurmCluster.env`).
 
 Needs root (slurmd launches the jobs). :meth:`SlurmCluster.start` raises
 :class:`SlurmUnavailable` with a one-line reason when it cannot run here.
@@ -62,16 +66,19 @@ class SlurmCluster:
     """munged + slurmctld + one slurmd per node, configured under ``base``."""
 
     def __init__(self, base: Path | str, features: str = "enbata", partition: str = "debug",
-                 nodes: int = 2, cpus: int = 8, gpus: int = 2, prefix: str = "enbata"):
+                 nodes: int = 2, cpus: int = 8, gpus: int = 2, prefix: str = "enbata",
+                 other_partition: str = "long"):
         self.base = Path(base).resolve()
         self.features = features
         self.partition = partition
+        self.other_partition = other_partition
         self.hostname = socket.gethostname().split(".")[0]
         self.nodes = [f"{prefix}{i:02d}" for i in range(1, nodes + 1)]
         self.cpus = cpus
         self.gpus = gpus
         self.conf = self.base / "slurm.conf"
         self.logs = self.base / "log"
+        self.jobcomp = self.logs / "jobcomp.txt"
 
     # ----------------------------------------------------------------- start/stop
     def check(self) -> None:
@@ -151,15 +158,19 @@ MpiDefault=none
 ReturnToService=2
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-# Time between SIGTERM and SIGKILL when a job reaches its time limit.
-KillWait=30
+# One line per finished job (no slurmdbd here, so no sacct): nodes, state, exit code.
+JobCompType=jobcomp/filetxt
+JobCompLoc={self.jobcomp}
+# Time between SIGTERM and SIGKILL when a job reaches its time limit or is cancelled: ample,
+# so that a checkpoint and a resubmission fit in it however loaded the machine is.
+KillWait=120
 # Keep finished jobs visible to `scontrol show job` for the whole test session.
 MinJobAge=3600
 InactiveLimit=0
 SlurmdTimeout=300
 {nodes}
 PartitionName={self.partition} Nodes={",".join(self.nodes)} Default=YES MaxTime=INFINITE State=UP
+PartitionName={self.other_partition} Nodes={",".join(self.nodes)} MaxTime=INFINITE State=UP
 """
         )
 
@@ -196,11 +207,12 @@ PartitionName={self.partition} Nodes={",".join(self.nodes)} Default=YES MaxTime=
         deadline = time.monotonic() + timeout
         state = ""
         while time.monotonic() < deadline:
-            r = self.run(["sinfo", "-h", "-N", "-o", "%T"], check=False)
-            state = " ".join(r.stdout.split())
-            states = r.stdout.split()
-            if r.returncode == 0 and len(states) == len(self.nodes) and all(
-                    s.startswith(("idle", "mixed", "allocated")) for s in states):
+            # One line per node and partition: each node is in two partitions.
+            r = self.run(["sinfo", "-h", "-N", "-o", "%N %T"], check=False)
+            states = dict(line.split() for line in r.stdout.splitlines() if line.strip())
+            state = " ".join(f"{n}={s}" for n, s in sorted(states.items()))
+            if r.returncode == 0 and sorted(states) == self.nodes and all(
+                    s.startswith(("idle", "mixed", "allocated")) for s in states.values()):
                 return
             time.sleep(0.5)
         logs = " | ".join(
@@ -273,6 +285,18 @@ PartitionName={self.partition} Nodes={",".join(self.nodes)} Default=YES MaxTime=
             if time.monotonic() > deadline:
                 raise TimeoutError(f"job {jobid} still {state or 'unknown'} after {timeout} s")
             time.sleep(0.5)
+
+    def completion(self, jobid: int) -> dict[str, str]:
+        """The ``jobcomp/filetxt`` record of a finished job ({} while it has none)."""
+        try:
+            lines = self.jobcomp.read_text(errors="replace").splitlines()
+        except OSError:
+            return {}
+        for line in lines:
+            record = dict(re.findall(r"(\S+?)=(\S*)", line))
+            if record.get("JobId") == str(jobid):
+                return record
+        return {}
 
     def jobs_named(self, name: str) -> list[int]:
         """Ids of all jobs (running or finished) with this job name, oldest first."""

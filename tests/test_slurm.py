@@ -2,16 +2,22 @@
 
 A session fixture starts munged, slurmctld and two slurmd (tests/slurm_cluster.py), nodes
 enbata01 and enbata02 with ``Features=enbata`` and two fake GRES GPUs each, so that the
-scripts' PlaFRIM defaults (``-C enbata``, ``--gpus-per-node``) apply unchanged. Jobs run on the
-CPU through PoCL, in the Python environment of the tests (its bin directory first on PATH,
-OCLSCI_USE_GUIX=no), one PoCL thread per process. Every result is compared bit for bit with a
-direct run of ``oclsci jacobi``.
+site's PlaFRIM defaults (slurm/site.env: ``-C enbata``, two GPUs per node), which
+``slurm/submit`` turns into sbatch options, apply unchanged. Jobs run on the CPU through PoCL,
+in the Python environment of the tests (its bin directory first on PATH, OCLSCI_USE_GUIX=no),
+one PoCL thread per process. Every result is compared bit for bit with a direct run of
+``oclsci jacobi``. MPI runs use MPICH (``srun --mpi=pmi2``) and Open MPI 5 and 4.1
+(``srun --mpi=pmix``; tests/open_mpi.py).
 
 Nothing here depends on how fast the machine is: runs have fixed sizes; a run to be
-interrupted is frozen (SIGSTOP) once its first periodic checkpoint exists, the time limit is
-then brought down with ``scontrol update`` (or the signal sent with ``scancel --signal``), and
-the run is let go (SIGCONT) once Slurm's signal is pending; a chain of resubmissions is
-followed to its end, whatever its length.
+interrupted is stopped (SIGSTOP) as soon as its processes exist and then advances only in
+short slices that the test grants until its first periodic checkpoint exists, so its end
+cannot come unseen; the time limit is then set from the time the job has run (``scontrol
+update``: inside the warning window, or reached) or the signal sent with ``scancel --signal``,
+and the run is let go (SIGCONT) once Slurm's signal is pending; once warned, a job gets its
+time back, so that its checkpoint and resubmission never race the limit (and ``KillWait`` is
+2 minutes for those that do: SIGTERM at the limit); a chain of resubmissions is followed to its
+end, whatever its length. Timeouts only bound how long a broken run takes to fail.
 
 Needs root and Debian's ``slurm-wlm`` and ``munge`` packages; skips with the reason otherwise.
 Set OCLSCI_REQUIRE_SLURM=1 (CI) to fail instead of skipping when Slurm cannot start.
@@ -33,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import run_cli
+from open_mpi import OpenMpiUnavailable, debian_open_mpi, library_version, open_mpi_wheel
 from slurm_cluster import FINAL_STATES, SlurmCluster, SlurmUnavailable
 
 pytestmark = pytest.mark.slurm
@@ -45,18 +52,51 @@ SLURM = ROOT / "slurm"
 POCL_ONE_THREAD = {"POCL_MAX_PTHREAD_COUNT": "1", "POCL_CPU_MAX_CU_NUM": "1"}
 
 
+def _unavailable(what: str, error: Exception):
+    """Fail under OCLSCI_REQUIRE_SLURM=1 (CI), else skip, with the reason."""
+    if os.environ.get("OCLSCI_REQUIRE_SLURM") == "1":
+        pytest.fail(f"{what} (OCLSCI_REQUIRE_SLURM=1): {error}")
+    pytest.skip(f"{what}: {error}")
+
+
 @pytest.fixture(scope="session")
 def slurm(tmp_path_factory):
-    """A running single-node Slurm; stopped (daemons killed) at the end of the session."""
+    """A running two-node Slurm; stopped (daemons killed) at the end of the session."""
     cluster = SlurmCluster(tmp_path_factory.mktemp("slurm"))
     try:
         cluster.start()
     except SlurmUnavailable as error:
-        if os.environ.get("OCLSCI_REQUIRE_SLURM") == "1":
-            pytest.fail(f"Slurm could not start (OCLSCI_REQUIRE_SLURM=1): {error}")
-        pytest.skip(f"no local Slurm: {error}")
+        _unavailable("no local Slurm", error)
     yield cluster
     cluster.stop()
+
+
+#: How each MPI runs under srun: ``srun --mpi=`` and the variables that select its library.
+MPI_LAUNCHES = {
+    "mpich-pmi2": "pmi2",
+    "openmpi5-pmix": "pmix",
+    "openmpi4-debian-pmix": "pmix",
+}
+
+
+@pytest.fixture(scope="session")
+def mpi_libraries():
+    """Per MPI_LAUNCHES key: the variables that make mpi4py load that MPI, and its version."""
+    found: dict[str, tuple[dict, str] | Exception] = {"mpich-pmi2": ({}, "MPICH (mpich wheel)")}
+    locators = {"openmpi5-pmix": open_mpi_wheel, "openmpi4-debian-pmix": debian_open_mpi}
+    for key, locate in locators.items():
+        try:
+            library = locate()
+            env = {"MPI4PY_LIBMPI": str(library)}
+            if key == "openmpi4-debian-pmix":
+                # The two test nodes share one host: Open MPI 4.1's shared-memory transport
+                # names its segments after the host and the node-local rank, so local rank 0 of
+                # each node would map the same file (a segfault). TCP between all ranks instead.
+                env["OMPI_MCA_btl"] = "self,tcp"
+            found[key] = (env, library_version(library))
+        except OpenMpiUnavailable as error:
+            found[key] = error
+    return found
 
 
 @pytest.fixture
@@ -64,7 +104,8 @@ def job_env(slurm):
     """The environment given to sbatch (and so to the jobs, --export=ALL)."""
     env = slurm.env
     # No OCLSCI_* from outside (the scripts must find the repository by themselves, ...).
-    for key in [k for k in env if k.startswith("OCLSCI_") and k != "OCLSCI_REQUIRE_SLURM"]:
+    for key in [k for k in env if k.startswith(("OCLSCI_", "MPI4PY_", "OMPI_"))
+                and k != "OCLSCI_REQUIRE_SLURM"]:
         del env[key]
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["OCLSCI_USE_GUIX"] = "no"
@@ -88,13 +129,16 @@ def reference(tmp: Path, env: dict, inp: Path, iterations: int, *args: str, name
 
 def submit(slurm: SlurmCluster, script: str, env: dict, tmp: Path, *sbatch_args: str,
            **params) -> int:
-    """sbatch slurm/SCRIPT from tmp, with OCLSCI_<KEY>=value for each keyword parameter."""
+    """`slurm/submit SBATCH_ARGS slurm/SCRIPT` (the site's values of slurm/site.env, then
+    sbatch) from tmp, with OCLSCI_<KEY>=value for each keyword parameter; the job id."""
     env = dict(env)
     env.update({f"OCLSCI_{k.upper()}": str(v) for k, v in params.items()})
-    return slurm.sbatch([*sbatch_args, str(SLURM / script)], env=env, cwd=tmp)
+    r = slurm.run([str(SLURM / "submit"), "--parsable", *sbatch_args, str(SLURM / script)],
+                  env=env, cwd=tmp)
+    return int(r.stdout.strip().split(";")[0])
 
 
-def finished(slurm: SlurmCluster, jobid: int, log: Path, timeout: float) -> dict:
+def finished(slurm: SlurmCluster, jobid: int, log: Path, timeout: float = 600) -> dict:
     """Wait for the job; assert it completed with exit code 0; return its scontrol fields."""
     info = slurm.wait(jobid, timeout)
     text = log.read_text() if log.exists() else "(no log)"
@@ -157,7 +201,7 @@ def _follow_chain(slurm: SlurmCluster, first: int, log: Path, most: int = 12,
         assert time.monotonic() < deadline, f"chain {chain} did not end:\n{text}"
         time.sleep(0.2)
     for job in chain[:-1]:
-        info = slurm.wait(job, timeout=60)
+        info = slurm.wait(job, timeout=600)
         assert info["JobState"] in ("COMPLETED", "TIMEOUT"), f"job {job}: {info}\n{text}"
     info = slurm.job(chain[-1])
     assert info["JobState"] == "COMPLETED" and info["ExitCode"] == "0:0", (
@@ -194,40 +238,115 @@ def _pending(pid: int, sig: int) -> bool:
     return bool((_signals(pid, "SigPnd") | _signals(pid, "ShdPnd")) >> (sig - 1) & 1)
 
 
+def _stop(pids: list[int]) -> list[int]:
+    """SIGSTOP the processes and wait until each is stopped (or gone); return those alive."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 600
+    while not all(_alive_stopped(pid) or not _running(pid) for pid in pids):
+        assert time.monotonic() < deadline, f"{pids} did not stop"
+        time.sleep(0.005)
+    return [pid for pid in pids if _running(pid)]
+
+
+def _continue(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+
+
+def _running(pid: int) -> bool:
+    """Whether pid exists and is not a zombie."""
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+#: How long the test lets a frozen run advance between two looks at its checkpoint.
+SLICE_S = 0.05
+
+
 def _freeze_after_first_checkpoint(slurm: SlurmCluster, jobid: int, output: Path, ranks: int,
                                    log: Path) -> list[int]:
-    """Wait for the run's first periodic checkpoint (oclsci computes and owns its signal
-    handlers then), and stop (SIGSTOP) its `ranks` processes; return their pids."""
+    """Stop (SIGSTOP) the `ranks` processes of the run as soon as they exist, then let them
+    advance in slices of SLICE_S seconds (SIGCONT, SIGSTOP) until the run's first periodic
+    checkpoint exists (oclsci computes and owns its signal handlers then); return their pids,
+    stopped. The run cannot end unseen: it only advances while the test lets it."""
     ckpt = output.with_name(output.stem + ".ckpt.npz")
+    found: set[int] = set()
 
-    def ready():
+    def started():
+        pids = _pids_of_run(output)
+        for pid in set(pids) - found:  # freeze each rank at first sight
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        found.update(pids)
+        if len(found) >= ranks:
+            return sorted(found)
         state = slurm.job(jobid).get("JobState", "")
         assert state in ("PENDING", "RUNNING", "CONFIGURING"), (
-            f"job {jobid} {state} before its first checkpoint:\n"
+            f"job {jobid} {state} before its ranks started:\n"
             + (log.read_text() if log.exists() else "(no log)"))
-        pids = _pids_of_run(output)
-        return pids if ckpt.exists() and len(pids) == ranks else None
+        return None
 
-    pids = _wait_for(ready, 300, f"job {jobid}: no checkpoint of {output}")
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
-    return pids
+    pids = _wait_for(started, 600, f"job {jobid}: no {ranks} process(es) writing {output}")
+    assert len(pids) == ranks, pids
+    deadline = time.monotonic() + 900
+    while True:
+        alive = _stop(pids)
+        if ckpt.exists() and len(alive) == ranks:
+            return pids
+        assert len(alive) == ranks, (
+            f"job {jobid}: a rank ended before the first checkpoint:\n"
+            + (log.read_text() if log.exists() else "(no log)"))
+        assert time.monotonic() < deadline, f"job {jobid}: no checkpoint of {output}"
+        _continue(pids)
+        time.sleep(SLICE_S)
 
 
-def _release_once_signalled(pids: list[int], sig: int, timeout: float = 150) -> None:
+def _release_once_signalled(pids: list[int], sig: int, timeout: float = 600,
+                            then=None) -> None:
     """Wait until Slurm's `sig` is pending in every stopped process (or Slurm continued them
-    itself, as it does before SIGTERM), then continue them (SIGCONT)."""
+    itself, as it does before SIGTERM), call `then()` if given, then continue them
+    (SIGCONT)."""
     def signalled():
         return all(_pending(pid, sig) or not _alive_stopped(pid) for pid in pids)
 
     try:
         _wait_for(signalled, timeout, f"signal {sig} never reached {pids}")
+        if then is not None:
+            then()
     finally:
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGCONT)
-            except ProcessLookupError:
-                pass
+        _continue(pids)
+
+
+def _run_time_s(slurm: SlurmCluster, jobid: int) -> int:
+    """How long the job has run (`scontrol show job`: RunTime=[D-]HH:MM:SS), in seconds."""
+    days, _, clock = slurm.job(jobid)["RunTime"].rpartition("-")
+    h, m, s = (int(x) for x in clock.split(":"))
+    return ((int(days or 0) * 24 + h) * 60 + m) * 60 + s
+
+
+def _limit_in_warning_window(slurm: SlurmCluster, jobid: int) -> int:
+    """Set the job's time limit so that between 60 and 120 s are left, whatever it has run so
+    far: inside the scripts' warning window (--signal=USR1@120), so that Slurm warns at its
+    next check, and not yet reached. Returns the limit in minutes."""
+    minutes = _run_time_s(slurm, jobid) // 60 + 2
+    slurm.run(["scontrol", "update", f"JobId={jobid}", f"TimeLimit={minutes}"])
+    return minutes
+
+
+def _give_time_back(slurm: SlurmCluster, jobid: int, minutes: int) -> None:
+    """Raise a warned job's time limit, so that its checkpoint and resubmission never race
+    the limit (Slurm sends the warning once)."""
+    slurm.run(["scontrol", "update", f"JobId={jobid}", f"TimeLimit={minutes}"])
+
+
+def _hhmmss(minutes: int) -> str:
+    return f"{minutes // 60:02d}:{minutes % 60:02d}:00"
 
 
 def _alive_stopped(pid: int) -> bool:
@@ -238,12 +357,11 @@ def _alive_stopped(pid: int) -> bool:
     return state in ("T", "t")
 
 
-# Fixed sizes (never from a speed measurement): a run to be interrupted takes about 20 s on one
-# PoCL thread here, checkpoints every tenth of it, and is frozen at its first checkpoint; the
-# test must see that checkpoint before the run ends (200000 steps once proved too few on a
-# loaded machine, where the test process polled too slowly).
+# Fixed sizes (never from a speed measurement): a run to be interrupted takes about 10 s on one
+# PoCL thread here and checkpoints every tenth of it; it is held at its first checkpoint
+# (_freeze_after_first_checkpoint), so that any length works on any machine.
 LONG_RUN = ("--kernel", "coalesced")
-LONG_SHAPE, LONG_ITERATIONS = (128, 96), 400_000
+LONG_SHAPE, LONG_ITERATIONS = (128, 96), 200_000
 CHECKPOINT_EVERY = LONG_ITERATIONS // 10
 
 
@@ -255,13 +373,61 @@ def test_jacobi_sbatch_matches_direct_run(slurm, job_env, tmp_path):
     jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy",
                    iterations=iterations)
     log = tmp_path / f"oclsci-jacobi-{jobid}.out"
-    info = finished(slurm, jobid, log, timeout=120)
-    assert info["Features"] == "enbata"  # the script's default constraint
+    info = finished(slurm, jobid, log)
+    assert info["Features"] == "enbata"  # the site's constraint (slurm/site.env)
     out = np.load(tmp_path / f"oclsci-jacobi-{jobid}.npy")
     assert out.dtype == ref.dtype and np.array_equal(out, ref)
     text = log.read_text()
     assert_reported(text)
     assert not (tmp_path / f"oclsci-jacobi-{jobid}.ckpt.npz").exists()  # removed once done
+
+
+def _held(slurm, job_env, tmp_path, script, *sbatch_args, **site) -> dict[str, str]:
+    """`slurm/submit --hold ARGS slurm/SCRIPT` with OCLSCI_<KEY>=value from `site`: the held
+    job's `scontrol show job` fields (the job is then cancelled)."""
+    env = dict(job_env, **{f"OCLSCI_{k.upper()}": str(v) for k, v in site.items()})
+    r = slurm.run([str(SLURM / "submit"), "--parsable", "--hold", *sbatch_args,
+                   str(SLURM / script)], env=env, cwd=tmp_path)
+    jobid = int(r.stdout.strip().split(";")[0])
+    try:
+        return slurm.job(jobid)
+    finally:
+        slurm.run(["scancel", str(jobid)], check=False)
+
+
+def test_site_settings_and_their_overrides(slurm, job_env, tmp_path):
+    """slurm/site.env holds the site's values (PlaFRIM: -C enbata, 2 GPUs per node, the default
+    partition and account); the environment overrides them for one submission; an sbatch
+    option given to slurm/submit overrides both; a bad value is a one-line error, exit 2."""
+    default = _held(slurm, job_env, tmp_path, "jacobi.sbatch")
+    assert (default["Features"], default["Partition"], default["Account"]) == (
+        "enbata", slurm.partition, "(null)")
+    assert default["TresPerNode"].endswith("gpu:1") and default["CPUs/Task"] == "4"
+    mpi = _held(slurm, job_env, tmp_path, "jacobi-mpi.sbatch", "--nodes=2")
+    assert (mpi["NumTasks"], mpi["Features"]) == ("4", "enbata")
+    assert mpi["TresPerNode"].endswith("gpu:2")
+
+    site = {"constraint": "", "partition": slurm.other_partition, "account": "oclsci-team",
+            "gpus_per_node": 1}
+    other = _held(slurm, job_env, tmp_path, "jacobi-mpi.sbatch", "--nodes=2", **site)
+    assert (other["Features"], other["Partition"], other["Account"], other["NumTasks"]) == (
+        "(null)", slurm.other_partition, "oclsci-team", "2")  # no constraint
+    assert other["TresPerNode"].endswith("gpu:1")
+    cpu_only = _held(slurm, job_env, tmp_path, "jacobi.sbatch", gpus_per_node=0)
+    assert cpu_only["TresPerNode"].endswith("gpu:0")  # no GPU asked for
+
+    # Options on the command line win over the environment and site.env.
+    mine = _held(slurm, job_env, tmp_path, "jacobi-mpi.sbatch", "-C", "enbata",
+                 f"--partition={slurm.partition}", "--ntasks-per-node=1", "--gpus-per-node=1",
+                 **site)
+    assert (mine["Features"], mine["Partition"], mine["NumTasks"]) == (
+        "enbata", slurm.partition, "1")
+    assert mine["TresPerNode"].endswith("gpu:1")
+
+    r = slurm.run([str(SLURM / "submit"), str(SLURM / "jacobi.sbatch")], check=False,
+                  env=dict(job_env, OCLSCI_GPUS_PER_NODE="two"), cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.strip() == (
+        "slurm/submit: OCLSCI_GPUS_PER_NODE=two: expected a number"), r.stderr
 
 
 MPI_MISSING = _mpi_missing()
@@ -279,26 +445,39 @@ def _bindings(text: str) -> dict[int, dict]:
 
 @pytest.mark.mpi
 @pytest.mark.skipif(MPI_MISSING is not None, reason=str(MPI_MISSING))
+@pytest.mark.parametrize("mpi", list(MPI_LAUNCHES))
 @pytest.mark.parametrize("per_node", [1, 2])
-def test_jacobi_mpi_two_nodes_matches_one_process(slurm, job_env, tmp_path, per_node):
-    """`sbatch -N 2 --ntasks-per-node=K slurm/jacobi-mpi.sbatch` (srun --mpi=pmi2, MPICH)
-    equals a one-process run bit for bit; each rank took its own GPU of the ones Slurm gave
-    its node (fake GRES GPUs: the ranks compute on PoCL, and report the binding)."""
+def test_jacobi_mpi_two_nodes_matches_one_process(slurm, job_env, mpi_libraries, tmp_path,
+                                                  per_node, mpi):
+    """`slurm/submit -N 2 --ntasks-per-node=K slurm/jacobi-mpi.sbatch` equals a one-process
+    run bit for bit, with MPICH (srun --mpi=pmi2) and with Open MPI 5 and Open MPI 4.1 (srun
+    --mpi=pmix, Slurm's PMIx plugin); each rank took its own GPU of the ones Slurm gave its
+    node (fake GRES GPUs: the ranks compute on PoCL, and report the binding); Slurm's record
+    of the finished job (jobcomp) shows two nodes, COMPLETED, exit code 0."""
+    library = mpi_libraries[mpi]
+    if isinstance(library, Exception):
+        _unavailable(f"{mpi} unavailable", library)
+    mpi_env, _version = library
+    job_env = dict(job_env, **mpi_env)
     inp = write_input(tmp_path / "in.npy", shape=(70, 52))
     iterations = 2500
     ref = reference(tmp_path, job_env, inp, iterations)
     jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--nodes=2",
                    f"--ntasks-per-node={per_node}", input="in.npy", iterations=iterations,
-                   output="mpi.npy", srun_mpi="pmi2")
+                   output="mpi.npy", srun_mpi=MPI_LAUNCHES[mpi])
     log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
-    info = finished(slurm, jobid, log, timeout=300)
+    info = finished(slurm, jobid, log)
     assert info["NumNodes"] == "2" and info["NumTasks"] == str(2 * per_node)
-    assert info["TresPerNode"].endswith("gpu:2")  # the script's --gpus-per-node=2
+    assert info["TresPerNode"].endswith("gpu:2")  # the site's GPUs per node (slurm/site.env)
+    record = _wait_for(lambda: slurm.completion(jobid), 600, f"no jobcomp record of {jobid}")
+    assert (record["NodeCnt"], record["NodeList"], record["JobState"], record["ExitCode"]) == (
+        "2", "enbata[01-02]", "COMPLETED", "0:0"), record
     out = np.load(tmp_path / "mpi.npy")
     assert out.dtype == ref.dtype and np.array_equal(out, ref)
     text = log.read_text()
     assert_reported(text)
-    bindings = _bindings(text)
+    assert re.search(rf"run: srun .*--mpi={MPI_LAUNCHES[mpi]} .*task\.sh oclsci jacobi", text), text
+    bindings = _bindings(text)  # one rank 0..N-1 each: all joined one MPI world
     assert sorted(bindings) == list(range(2 * per_node)), text
     by_node: dict[str, list[dict]] = {}
     for rank in sorted(bindings):
@@ -321,7 +500,7 @@ def test_more_ranks_than_gpus_on_a_node(slurm, job_env, tmp_path):
     jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--gpus-per-node=1",
                    input="in.npy", iterations=200, output="no.npy", srun_mpi="pmi2")
     log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
-    info = slurm.wait(jobid, 300)
+    info = slurm.wait(jobid, 600)
     text = log.read_text()
     assert info["JobState"] == "FAILED" and info["ExitCode"] == "1:0", text
     errors = [line for line in text.splitlines() if "ranks on node" in line]
@@ -336,17 +515,18 @@ def test_more_ranks_than_gpus_on_a_node(slurm, job_env, tmp_path):
                    input="in.npy", iterations=200, output="shared.npy", srun_mpi="pmi2",
                    share_gpus=1)
     log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
-    finished(slurm, jobid, log, timeout=300)
+    finished(slurm, jobid, log)
     assert np.array_equal(np.load(tmp_path / "shared.npy"), ref)
     bindings = _bindings(log.read_text())
     assert [(b["slot"], b["shared"]) for b in bindings.values()] == [(0, True), (0, True)]
 
 
 def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
-    """A job reaching its time limit checkpoints on Slurm's warning signal (--signal=USR1@120
-    in the script), submits itself again, and the chained job resumes and ends with the result
-    of an uninterrupted run. Submitted with --export=VARS only (as --export=NONE), from a
-    folder and with a job name that have spaces."""
+    """A job near its time limit checkpoints on Slurm's warning signal (--signal=USR1@120
+    in the script), submits itself again with the same resources (the site's, from
+    slurm/submit), and the chained job resumes and ends with the result of an uninterrupted
+    run. Submitted with --export=VARS only (as --export=NONE), from a folder and with a job
+    name that have spaces."""
     work = tmp_path / "run dir"
     work.mkdir()
     inp = write_input(work / "in.npy", shape=LONG_SHAPE)
@@ -355,14 +535,14 @@ def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
                "OCLSCI_ARGS": " ".join(LONG_RUN), "OCLSCI_USE_GUIX": "no",
                "OCLSCI_PYTHON": sys.executable, **POCL_ONE_THREAD}
     name = "oclsci time limit"
-    jobid = slurm.sbatch([f"--job-name={name}", "--time=10",
-                          "--export=" + ",".join(f"{k}={v}" for k, v in exports.items()),
-                          str(SLURM / "jacobi.sbatch")], env=job_env, cwd=work)
+    jobid = submit(slurm, "jacobi.sbatch", job_env, work, f"--job-name={name}", "--time=10",
+                   "--export=" + ",".join(f"{k}={v}" for k, v in exports.items()))
     log = work / f"oclsci-jacobi-{jobid}.out"
     pids = _freeze_after_first_checkpoint(slurm, jobid, work / "out.npy", 1, log)
     # The limit is now less than 120 s away: slurmctld sends the warning at its next check.
-    slurm.run(["scontrol", "update", f"JobId={jobid}", "TimeLimit=1"])
-    _release_once_signalled(pids, signal.SIGUSR1)
+    limit = _limit_in_warning_window(slurm, jobid) + 30
+    _release_once_signalled(pids, signal.SIGUSR1,
+                            then=lambda: _give_time_back(slurm, jobid, limit))
     ref_run = subprocess.Popen(
         [sys.executable, "-m", "oclsci", "jacobi", str(inp), "--iterations",
          str(LONG_ITERATIONS), *LONG_RUN, "-o", str(work / "ref.npy"), "--quiet"],
@@ -375,12 +555,12 @@ def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
         if ref_run.poll() is None:
             ref_run.kill()
     first = slurm.job(jobid)
-    assert first["JobState"] == "COMPLETED" and first["TimeLimit"] == "00:01:00"
+    assert first["JobState"] == "COMPLETED" and first["TimeLimit"] == _hhmmss(limit)
     text = log.read_text()
     assert "stopped on a signal; checkpoint" in text, text
     assert len(chain) >= 2 and slurm.jobs_named(name) == chain
-    # The continuations ask for what the first job had (as it stood: 1 minute), and are
-    # submitted from the script itself (not Slurm's spool copy of it).
+    # The continuations ask for what the first job had (its time limit as it stood at the
+    # end), and are submitted from the script itself (not Slurm's spool copy of it).
     for later in chain[1:]:
         for field in ("Features", "TimeLimit", "NumNodes", "NumTasks", "Partition", "StdOut",
                       "TresPerNode", "CPUs/Task", "WorkDir"):
@@ -392,6 +572,7 @@ def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
         assert slurm.run(["squeue", "-h", "-t", "all", "-j", str(later), "-o", "%j"]
                          ).stdout.strip() == name
     assert first["CPUs/Task"] == "4" and first["TresPerNode"].endswith("gpu:1")
+    assert first["Features"] == "enbata"  # the site's constraint (slurm/site.env)
     assert text.count("resuming from") == len(chain) - 1, text
     resumed = re.search(rf"iterations\s+{LONG_ITERATIONS} \((\d+) in this run\)", text)
     assert resumed and 0 < int(resumed.group(1)) < LONG_ITERATIONS, text
@@ -441,8 +622,14 @@ def test_two_node_time_limit(slurm, job_env, tmp_path, warning):
     jobid, log = _long_mpi_job(slurm, job_env, tmp_path, name, *extra,
                                iterations=LONG_ITERATIONS, checkpoint_every=CHECKPOINT_EVERY)
     pids = _freeze_after_first_checkpoint(slurm, jobid, tmp_path / "out.npy", 2, log)
-    slurm.run(["scontrol", "update", f"JobId={jobid}", "TimeLimit=1"])
-    _release_once_signalled(pids, signal.SIGUSR1 if warning else signal.SIGTERM)
+    if warning:
+        limit = _limit_in_warning_window(slurm, jobid) + 30
+        _release_once_signalled(pids, signal.SIGUSR1,
+                                then=lambda: _give_time_back(slurm, jobid, limit))
+    else:
+        # Reached at once if the job has run a minute already, else within the minute.
+        slurm.run(["scontrol", "update", f"JobId={jobid}", "TimeLimit=1"])
+        _release_once_signalled(pids, signal.SIGTERM)
     with _reference_beside(tmp_path, job_env, "in.npy", LONG_ITERATIONS, *LONG_RUN) as ref_path:
         chain = _follow_chain(slurm, jobid, log)
     ref = np.load(ref_path)
@@ -471,12 +658,12 @@ def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path)
     pids = _freeze_after_first_checkpoint(slurm, jobid, tmp_path / "out.npy", 2, log)
     slurm.run(["scancel", str(jobid)])
     _release_once_signalled(pids, signal.SIGTERM)
-    info = slurm.wait(jobid, 120)
+    info = slurm.wait(jobid, 600)
     assert info["JobState"] == "CANCELLED"
     # Until every process of the job has ended (the batch shell may log "not resubmitting",
     # or be killed KillWait seconds after SIGTERM while srun waits for the ranks).
     _wait_for(lambda: slurm.run(["squeue", "-h", "-t", "all", "-j", str(jobid), "-o", "%T"]
-                                ).stdout.strip() == "CANCELLED", 120, f"job {jobid} completing")
+                                ).stdout.strip() == "CANCELLED", 600, f"job {jobid} completing")
     assert slurm.jobs_named("oclsci-cancel") == [jobid], log.read_text()
     assert "resubmitted as job" not in log.read_text()
     assert ckpt.exists()
@@ -484,7 +671,7 @@ def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path)
     second, log2 = _long_mpi_job(slurm, job_env, tmp_path, "oclsci-cancel-resume",
                                  iterations=LONG_ITERATIONS, resume=ckpt.name)
     ref = reference(tmp_path, job_env, tmp_path / "in.npy", LONG_ITERATIONS, *LONG_RUN)
-    finished(slurm, second, log2, timeout=600)
+    finished(slurm, second, log2)
     assert np.array_equal(np.load(tmp_path / "out.npy"), ref)
 
 
@@ -502,7 +689,7 @@ def test_selftest_first_step(slurm, job_env, tmp_path):
     jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy", iterations=300,
                    output="ok.npy", selftest=1)
     log = tmp_path / f"oclsci-jacobi-{jobid}.out"
-    finished(slurm, jobid, log, timeout=300)
+    finished(slurm, jobid, log)
     text = log.read_text()
     assert "task.sh oclsci selftest --quick" in text and "selftest passed on" in text, text
     assert text.index("selftest passed") < text.index("task.sh oclsci jacobi")
@@ -511,7 +698,7 @@ def test_selftest_first_step(slurm, job_env, tmp_path):
     jobid = submit(slurm, "jacobi.sbatch", job_env, tmp_path, input="in.npy", iterations=300,
                    output="bad.npy", selftest=1, device="7:7")
     log = tmp_path / f"oclsci-jacobi-{jobid}.out"
-    info = slurm.wait(jobid, 300)
+    info = slurm.wait(jobid, 600)
     text = log.read_text()
     assert info["JobState"] == "FAILED" and info["ExitCode"] == "1:0", text
     assert "oclsci selftest failed" in text and "oclsci jacobi" not in text.split(
@@ -635,7 +822,7 @@ def test_sweep_array(slurm, job_env, tmp_path):
         tasks = slurm.jobs(jobid)
         return len(tasks) == len(cases) and all(t["JobState"] in FINAL_STATES for t in tasks)
 
-    _wait_for(done, 180, f"array job {jobid} did not finish")
+    _wait_for(done, 600, f"array job {jobid} did not finish")
     for task in slurm.jobs(jobid):
         log = tmp_path / f"oclsci-sweep-{jobid}_{task['ArrayTaskId']}.out"
         assert task["JobState"] == "COMPLETED" and task["ExitCode"] == "0:0", (
@@ -658,7 +845,7 @@ def test_bench_sbatch(slurm, job_env, tmp_path):
     jobid = submit(slurm, "bench.sbatch", job_env, tmp_path, output="table",
                    args="--quick --repeat 1 mandelbrot")
     log = tmp_path / f"oclsci-bench-{jobid}.out"
-    finished(slurm, jobid, log, timeout=300)
+    finished(slurm, jobid, log)
     assert json.loads((tmp_path / "table.json").read_text())
     assert (tmp_path / "table.md").read_text().strip()
     assert "oclsci, version" in log.read_text()
