@@ -5,8 +5,10 @@
 # their defaults and call one function below. docs/slurm.md documents every OCLSCI_* variable;
 # the main ones:
 #
-#   OCLSCI_USE_GUIX=auto|yes|no   run inside `guix time-machine -C guix/channels.scm -- shell
-#                                 --pure ...` (auto: when `guix` is on PATH), or in the
+#   OCLSCI_USE_GUIX=auto|yes|no   run in the pinned Guix profile, built once per job by one
+#                                 `guix time-machine -C guix/channels.scm -- package` and
+#                                 entered by every task with `guix shell --pure -p` (see
+#                                 slurm/task.sh; auto: when `guix` is on PATH), or in the
 #                                 current Python environment (no)
 #   OCLSCI_GUIX_VARIANT=auto|cpu|amd|nvidia   which guix/manifest*.scm (auto: per node, from
 #                                 /dev/kfd -> amd, /dev/nvidiactl -> nvidia, else cpu)
