@@ -18,7 +18,7 @@ from test_gpu_profiles import _kernel_limit, described
 
 from oclsci.jacobi.tuning import KERNELS, device_candidates
 
-pytestmark = pytest.mark.oclgrind
+pytestmark = [pytest.mark.oclgrind, pytest.mark.slow]
 
 
 @pytest.fixture(autouse=True)

@@ -35,7 +35,7 @@ import pytest
 from conftest import run_cli
 from slurm_cluster import FINAL_STATES, SlurmCluster, SlurmUnavailable
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 SLURM = ROOT / "slurm"
