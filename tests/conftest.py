@@ -54,19 +54,17 @@ def _environment(env: dict | None, extra_env: dict | None) -> dict | None:
 
 
 def run_cli(*args, env: dict | None = None, extra_env: dict | None = None, cwd=None,
-            input: str | None = None, timeout: float = CLI_TIMEOUT_S,
-            check_exit: int | None = None, launcher: Sequence[str] = ()
-            ) -> subprocess.CompletedProcess:
+            timeout: float = CLI_TIMEOUT_S, check_exit: int | None = None,
+            launcher: Sequence[str] = ()) -> subprocess.CompletedProcess:
     """Run ``python -m oclsci ARGS`` to its end; return the CompletedProcess (text output).
 
     ``env`` is the whole environment (default: this process's), ``extra_env`` variables set on
-    top of it. stdin is ``input``, or /dev/null as in a batch job. ``check_exit`` asserts the
-    exit status (with stderr in the message). A run past ``timeout`` seconds is a failure.
+    top of it. stdin is /dev/null, as in a batch job. ``check_exit`` asserts the exit status
+    (with the output in the message). A run past ``timeout`` seconds is a failure.
     """
     try:
         result = subprocess.run(cli_command(*args, launcher=launcher), cwd=cwd,
-                                env=_environment(env, extra_env), input=input,
-                                stdin=subprocess.DEVNULL if input is None else None,
+                                env=_environment(env, extra_env), stdin=subprocess.DEVNULL,
                                 capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"oclsci {list(map(str, args))} did not finish within "

@@ -53,6 +53,7 @@ def quick_run(tmp_path_factory):
     return SimpleNamespace(folder=folder, result=result, report=report, elapsed=elapsed)
 
 
+@pytest.mark.slow
 def test_quick_run_is_quick_and_validates(quick_run):
     jsonschema = pytest.importorskip("jsonschema")
     assert quick_run.elapsed < QUICK_LIMIT_S
@@ -62,6 +63,7 @@ def test_quick_run_is_quick_and_validates(quick_run):
     assert sorted(p.name for p in quick_run.folder.iterdir()) == ["b.json", "b.md"]
 
 
+@pytest.mark.slow
 def test_quick_report_contents(quick_run):
     report = quick_run.report
     assert report["settings"] == {"workloads": ["jacobi", "mandelbrot", "elementwise"],
@@ -92,12 +94,14 @@ def test_quick_report_contents(quick_run):
     assert "\r" not in quick_run.result.stderr
 
 
+@pytest.mark.slow
 def test_mandelbrot_case_present(quick_run):
     case = next(c for c in quick_run.report["cases"] if c["workload"] == "mandelbrot")
     assert [r["variant"] for r in case["results"]][:3] == ["numpy", "opencl", "opencl+copy"]
     assert not any(r["extrapolated"] for r in case["results"])
 
 
+@pytest.mark.slow
 def test_elementwise_case_has_oclsci_axpy(quick_run):
     case = next(c for c in quick_run.report["cases"] if c["workload"] == "elementwise")
     names = [r["variant"] for r in case["results"]]
@@ -236,6 +240,7 @@ def test_plot_without_matplotlib_is_one_line(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_plot(quick_run, tmp_path):
     pytest.importorskip("matplotlib")
     write_plot(quick_run.report, tmp_path / "b.png")
@@ -301,6 +306,7 @@ def _report_around(record):
             "cases": [record], "skipped": []}
 
 
+@pytest.mark.slow
 def test_compare_script_puts_reports_side_by_side(quick_run, tmp_path):
     failed = json.loads(json.dumps(quick_run.report))
     failed["device"]["name"] = "other"
@@ -316,6 +322,7 @@ def test_compare_script_puts_reports_side_by_side(quick_run, tmp_path):
     assert "other (" in result.stdout
 
 
+@pytest.mark.slow
 def test_sigterm_leaves_no_output(tmp_path):
     import signal
 

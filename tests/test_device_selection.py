@@ -506,6 +506,7 @@ runpy.run_module("oclsci", run_name="__main__")
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["devices"], ["devices", "--json"],
                                   ["jacobi", "-n", "1", "-o", "x.npy"],
                                   ["jacobi", "-n", "1", "--device", "0:0"]])

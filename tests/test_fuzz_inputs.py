@@ -30,6 +30,8 @@ from oclsci.io import read_array
 from oclsci.jacobi.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from oclsci.jacobi.solver import validate_rhs
 
+pytestmark = pytest.mark.slow
+
 READER_TIMEOUT_S = 20
 CLI_TIMEOUT_S = 120
 

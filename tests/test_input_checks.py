@@ -53,6 +53,7 @@ def rhs_file(tmp_path):
 
 # -- 7, 8: --resume -------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_resume_goes_on_in_the_checkpoints_dtype(rhs_file, tmp_path):
     rhs, path = rhs_file
     first = run_cli("jacobi", path, "-n", 40, "--dtype", "float64", "--checkpoint", "c.npz",
@@ -69,6 +70,7 @@ def test_resume_goes_on_in_the_checkpoints_dtype(rhs_file, tmp_path):
     assert not (tmp_path / "y.npy").exists()
 
 
+@pytest.mark.slow
 def test_resume_refuses_fewer_iterations_than_done(rhs_file, tmp_path):
     _, path = rhs_file
     assert run_cli("jacobi", path, "-n", 30, "--checkpoint", "c.npz", "-q",
@@ -78,6 +80,7 @@ def test_resume_refuses_fewer_iterations_than_done(rhs_file, tmp_path):
     assert not (tmp_path / "x.npy").exists()
 
 
+@pytest.mark.slow
 def test_absurd_iteration_counts_are_refused(rhs_file, tmp_path):
     from oclsci.jacobi.checkpoint import load_checkpoint
 
@@ -190,6 +193,7 @@ def test_overflowing_results_write_nothing(tmp_path):
     assert "RuntimeWarning" not in result.stderr and not (tmp_path / "l.npy").exists()
 
 
+@pytest.mark.slow
 def test_mandelbrot_refuses_windows_that_overflow(tmp_path):
     for dtype in ("float32", "float64"):
         result = run_cli("mandelbrot", "--xmin", "-1e300", "--xmax", "1e300", "--dtype", dtype,
@@ -228,6 +232,7 @@ def test_exit_0_and_1(rhs_file, tmp_path):
                           "missing.npy")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ["jacobi", "--no-such-option"],
     ["jacobi", "-n", "1.5"],
@@ -265,6 +270,7 @@ def test_exit_69_without_a_usable_device(tmp_path):
 LONG = str(10**9)  # steps: far more than a run does before its signal
 
 
+@pytest.mark.slow
 def test_exit_75_and_128_plus_n(rhs_file, tmp_path):
     """75: a signal after a checkpoint; 128+N: a signal (SIGHUP) with no checkpoint."""
     np.save(tmp_path / "b.npy", np.random.default_rng(1).standard_normal((16, 16)))
@@ -340,6 +346,7 @@ def test_full_pocl_cache_is_refused_before_building(monkeypatch, tmp_path):
 
 # -- 14: outputs checked before computing ---------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, fragment", [
     (["mandelbrot", "-o", "m.jpg"], "m.jpg"),
     (["mandelbrot", "--no-image", "--counts", "c.txt"], "c.txt"),
@@ -359,6 +366,7 @@ def test_outputs_are_checked_before_computing(rhs_file, tmp_path, args, fragment
 
 # -- 16: the tuning cache -------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [
     {"band_h": 8, "band_w": 0, "max_steps": 2**40, "workers": 2},
     {"band_h": 8, "band_w": 0, "max_steps": 100000, "workers": 2},
@@ -442,6 +450,7 @@ def time_limit(seconds: int):
 
 # -- 18: device variables named in errors ---------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variable", ["PYOPENCL_CTX", "PYOPENCL_TEST"])
 def test_bad_device_variable_is_named(tmp_path, variable):
     env = {k: v for k, v in os.environ.items() if k not in ("PYOPENCL_CTX", "PYOPENCL_TEST")}

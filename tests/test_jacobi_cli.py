@@ -124,6 +124,7 @@ def test_image_outputs_and_compare_picture(tmp_path, picture):
         assert image.size[1] == 23 and image.size[0] > 2 * 31
 
 
+@pytest.mark.slow
 def test_checkpoint_resume_is_bit_identical(tmp_path):
     rhs = np.random.default_rng(2).standard_normal((40, 27)).astype(np.float32)
     np.save(tmp_path / "b.npy", rhs)
@@ -160,6 +161,7 @@ def _start_then_signal(args, signum):
     return finish(process)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1])
 def test_signal_leaves_a_usable_checkpoint(tmp_path, signum):
     rhs = np.random.default_rng(5).standard_normal((64, 64)).astype(np.float32)
@@ -180,6 +182,7 @@ def test_signal_leaves_a_usable_checkpoint(tmp_path, signum):
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), np.load(tmp_path / "straight.npy"))
 
 
+@pytest.mark.slow
 def test_sigterm_without_checkpoint_writes_nothing(tmp_path):
     np.save(tmp_path / "b.npy", np.ones((64, 64), dtype=np.float32))
     code, stderr = _start_then_signal(
@@ -222,6 +225,7 @@ def _bad_inputs(tmp_path: Path):
     ]
 
 
+@pytest.mark.slow
 def test_bad_inputs_give_one_line_errors_and_no_output(tmp_path):
     for args, fragment in _bad_inputs(tmp_path):
         extra = [] if "-o" in args else ["-o", tmp_path / "out.npy"]

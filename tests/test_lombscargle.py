@@ -218,6 +218,7 @@ def sample_files(tmp_path_factory):
     return folder, x, y
 
 
+@pytest.mark.slow
 def test_cli_inputs_and_outputs_agree_with_scipy(sample_files, tmp_path):
     folder, x, y = sample_files
     freqs = np.linspace(0.1, 4, 500)
@@ -242,6 +243,7 @@ def test_cli_inputs_and_outputs_agree_with_scipy(sample_files, tmp_path):
         assert_float64_close(got, expected)
 
 
+@pytest.mark.slow
 def test_cli_png(sample_files, tmp_path):
     pytest.importorskip("matplotlib")
     folder, _, _ = sample_files
@@ -251,6 +253,7 @@ def test_cli_png(sample_files, tmp_path):
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("content,args,message", [
     (None, ["--freqs", "1:2"], "expected MIN:MAX:COUNT"),
     (None, ["--freqs", "2:1:10"], "MIN must be less than MAX"),
@@ -273,6 +276,7 @@ def test_cli_bad_input_one_line(tmp_path, content, args, message):
         result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_cli_signal_stops_with_128_plus_n_and_no_output(sample_files, tmp_path, signum):
     """A long run (minutes on 2 cores) is signalled once it has started computing."""
@@ -300,6 +304,7 @@ def test_cli_signal_stops_with_128_plus_n_and_no_output(sample_files, tmp_path, 
 # MPI: frequencies over ranks, identical to one process
 
 
+@pytest.mark.slow
 @pytest.mark.mpi
 def test_mpi_frequencies_shared_out_identical(sample_files, tmp_path):
     import test_mpi

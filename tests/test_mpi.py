@@ -24,6 +24,8 @@ from oclsci import mpi
 from oclsci.jacobi.reference import jacobi_numpy, jacobi_step
 from oclsci.jacobi.solver import KERNEL_NAMES
 
+pytestmark = pytest.mark.slow
+
 LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
                       "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "OCLSCI_MPI",
                       "OCLSCI_MPI_EXCHANGE_EVERY", "PYOPENCL_CTX")

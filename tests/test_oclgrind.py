@@ -22,6 +22,7 @@ from oclsci.runtime import programs
 
 pytestmark = [
     pytest.mark.oclgrind,
+    pytest.mark.slow,
     pytest.mark.skipif(og.missing_reason() is not None, reason=og.missing_reason() or ""),
 ]
 

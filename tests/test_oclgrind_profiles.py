@@ -20,7 +20,7 @@ from oclsci.jacobi import kernels
 from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.tuning import device_candidates
 
-pytestmark = pytest.mark.oclgrind
+pytestmark = [pytest.mark.oclgrind, pytest.mark.slow]
 
 
 @pytest.fixture(autouse=True)

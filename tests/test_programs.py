@@ -93,6 +93,7 @@ def test_dump_source_environment_variable(any_compute, tmp_path, monkeypatch):
     assert len(dumped) == 1 and "__kernel void jacobi_seed" in dumped[0].read_text()
 
 
+@pytest.mark.slow
 def test_wheel_ships_every_template(tmp_path):
     """A non-editable install finds its kernels: the wheel holds oclsci/kernels/*.cl.mako."""
     result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q",

@@ -29,6 +29,8 @@ from oclsci.jacobi.reference import jacobi_numpy, laplacian, residual_norm
 from oclsci.jacobi.solver import JacobiSolver, relative_residual, run
 from oclsci.jacobi.tuning import KernelConfig, default_config
 
+pytestmark = pytest.mark.slow
+
 SCALE = float(os.environ.get("OCLSCI_HYPOTHESIS_SCALE", "1"))
 
 

@@ -15,6 +15,8 @@ from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 from oclsci.selftest import all_checks, run_check
 
+pytestmark = pytest.mark.slow
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 

@@ -28,6 +28,8 @@ from oclsci.errors import Interrupted, OutputError
 from oclsci.io import atomic_path, write_outputs
 from oclsci.jacobi.checkpoint import load_checkpoint
 
+pytestmark = pytest.mark.slow
+
 ENDLESS = 10**9
 STOPS = [signal.SIGTERM, signal.SIGUSR1, signal.SIGINT]
 

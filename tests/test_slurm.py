@@ -42,7 +42,7 @@ from conftest import run_cli
 from open_mpi import OpenMpiUnavailable, debian_open_mpi, library_version, open_mpi_wheel
 from slurm_cluster import FINAL_STATES, SlurmCluster, SlurmUnavailable
 
-pytestmark = pytest.mark.slurm
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
 SLURM = ROOT / "slurm"

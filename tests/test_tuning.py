@@ -278,6 +278,7 @@ def test_tune_finds_an_exact_configuration_and_saves_it(cache, any_compute):
     assert choose_config(any_compute, "auto", np.float32, (30, 41)) == report.best.config
 
 
+@pytest.mark.slow
 def test_tune_command(cache, tmp_path):
     env = dict(os.environ, OCLSCI_TUNE_CACHE=str(cache))
     result = run_cli("tune", "--size", "24x31", "--budget", "0.1", "--kernel", "coalesced",
