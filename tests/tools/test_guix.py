@@ -28,8 +28,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 GUIX_DIR = ROOT / "guix"
 SCM_FILES = sorted(GUIX_DIR.glob("*.scm"))
 
