@@ -18,8 +18,8 @@ checks() {
     log "devices"; python3 -m oclsci devices
     log "tests on the GPU"
     OCLSCI_TEST_DEVICES=$PYOPENCL_CTX timeout 300 python3 -m pytest -q -p no:cacheprovider \
-        tests/test_jacobi_kernels.py tests/test_mandelbrot.py tests/test_elementwise.py \
-        tests/test_programs.py tests/test_jacobi_cli.py -k "not signal and not sigterm" 2>&1 | tail -15
+        tests/jacobi/test_jacobi_kernels.py tests/mandelbrot/test_mandelbrot.py tests/elementwise/test_elementwise.py \
+        tests/runtime/test_programs.py tests/cli/test_jacobi_cli.py -k "not signal and not sigterm" 2>&1 | tail -15
     log "seed case: 400x266 built-in picture, 150000 steps, every kernel suited to the device"
     python3 - "$out" <<'PY'
 import subprocess, sys, time
@@ -79,7 +79,7 @@ selftest() {
     log "oclsci selftest --quick"; python3 -m oclsci selftest --quick | tail -1
     log "tests: selftest, GPU profiles and work-group fallbacks, on the GPU"
     OCLSCI_TEST_DEVICES=$PYOPENCL_CTX timeout 240 python3 -m pytest -q -p no:cacheprovider \
-        tests/test_selftest.py tests/test_gpu_profiles.py 2>&1 | tail -8
+        tests/cli/test_selftest.py tests/jacobi/test_gpu_profiles.py 2>&1 | tail -8
 }
 
 case "${1:-checks}" in

@@ -9,7 +9,7 @@
 ;;; Add-ons, to combine with one variant by repeating -m:
 ;;;   guix/manifest-mpi.scm     openmpi, python-mpi4py
 ;;;   guix/manifest-dev.scm     pytest, hypothesis, hatchling, ...
-;;; docs/guix.md has the command lines; tests/test_guix.py checks the names.
+;;; docs/guix.md has the command lines; tests/tools/test_guix.py checks the names.
 
 (use-modules (guix profiles)
              (guix packages)                  ;package-propagated-inputs

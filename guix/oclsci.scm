@@ -41,7 +41,7 @@
     (_ (error (string-append (package-name package)
                              " does not propagate " name)))))
 
-;; Keep in step with `version' in pyproject.toml (tests/test_guix.py checks it).
+;; Keep in step with `version' in pyproject.toml (tests/tools/test_guix.py checks it).
 (define %oclsci-version "0.1.0")
 
 (define %oclsci-root

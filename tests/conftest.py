@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,7 @@ from oclsci.cli import main
 from oclsci.errors import NoPlatformError
 from oclsci.runtime.device import create_context, get_platforms
 
+REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout: tests/ is one level down
 CLI_TIMEOUT_S = 600  # a run that takes longer hangs: a failure, never a measurement
 
 

@@ -1,4 +1,4 @@
-"""Open MPI libraries for the Open MPI + PMIx tests of tests/test_slurm.py.
+"""Open MPI libraries for the Open MPI + PMIx tests of tests/tools/test_slurm.py.
 
 mpi4py >= 4.1 wheels carry an extension module for the MPICH ABI and one for the Open MPI ABI,
 and load the MPI library named by ``MPI4PY_LIBMPI``; so the tests' own mpi4py (installed with

@@ -1,4 +1,4 @@
-"""A throw-away two-node Slurm cluster on this host, for tests/test_slurm.py.
+"""A throw-away two-node Slurm cluster on this host, for tests/tools/test_slurm.py.
 
 It starts ``munged``, ``slurmctld`` and one ``slurmd -N NODE`` per node (Debian's ``munge`` and
 ``slurm-wlm`` packages) with every key, socket, state, spool, log and pid file inside one

@@ -1,5 +1,5 @@
-"""``python tests/mpi_failing_rank.py RANK WHEN oclsci-arguments...``: ``oclsci`` with a failure
-injected on one MPI rank, for tests/test_mpi.py (run under ``mpiexec``).
+"""``python tests/mpi/mpi_failing_rank.py RANK WHEN oclsci-arguments...``: ``oclsci`` with a failure
+injected on one MPI rank, for tests/mpi/test_mpi.py (run under ``mpiexec``).
 
 WHEN is ``setup`` (rank RANK fails while it builds its slab solver) or a step number (rank
 RANK fails at its first halo exchange at or after that step). The failure is patched in here,

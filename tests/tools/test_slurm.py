@@ -38,13 +38,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import REPO_ROOT, run_cli
 from open_mpi import OpenMpiUnavailable, debian_open_mpi, library_version, open_mpi_wheel
 from slurm_cluster import FINAL_STATES, SlurmCluster, SlurmUnavailable
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 SLURM = ROOT / "slurm"
 # One PoCL thread per process: jobs, ranks and reference runs then do not slow each other
 # down on a small CI machine, and the device (hence the kernel chosen by --kernel auto) is the

@@ -18,8 +18,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 CHECK = ROOT / "guix" / "check.sh"
 NO_GUIX = 3  # guix/check.sh's exit code when it cannot get a Guix
 

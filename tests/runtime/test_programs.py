@@ -9,11 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO_ROOT
 
 from oclsci.errors import KernelBuildError
 from oclsci.runtime import programs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 @pytest.mark.parametrize("dtype, ctype", [(np.float32, "float"), (np.float64, "double")])

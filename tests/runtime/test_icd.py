@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_cli
+from conftest import REPO_ROOT, run_cli
 
 from oclsci.runtime import icd
 
-ROOT = str(Path(__file__).resolve().parent.parent)
+ROOT = str(REPO_ROOT)
 INTEL_WANTED = "intel" in os.environ.get("OCLSCI_TEST_DEVICES", "").lower()
 
 

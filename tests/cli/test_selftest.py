@@ -7,7 +7,7 @@ import os
 import shutil
 
 import pytest
-from conftest import DEVICE_SPECS, run_cli
+from conftest import DEVICE_SPECS, REPO_ROOT, run_cli
 
 from oclsci.cli import main
 from oclsci.runtime import device as device_module
@@ -17,7 +17,7 @@ from oclsci.selftest import all_checks, run_check
 
 pytestmark = pytest.mark.slow
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(REPO_ROOT)
 
 
 @pytest.mark.parametrize("spec", DEVICE_SPECS or [pytest.param(None, marks=pytest.mark.skip(

@@ -14,11 +14,10 @@ import re
 import signal
 import struct
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli, start_cli
+from conftest import REPO_ROOT, run_cli, start_cli
 from PIL import Image
 
 from oclsci.errors import (
@@ -32,7 +31,7 @@ from oclsci.errors import (
 from oclsci.io import read_array
 from oclsci.jacobi.reference import jacobi_numpy
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = REPO_ROOT / "README.md"
 
 
 def assert_one_line_error(result, code, *fragments):

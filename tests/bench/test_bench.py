@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import time
@@ -13,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DEVICE_SPECS, run_cli, start_cli
+from conftest import DEVICE_SPECS, REPO_ROOT, run_cli, start_cli
 
 from oclsci.bench import Timing, run_bench, schema, to_markdown, validate
 from oclsci.bench.core import Progress
@@ -314,7 +313,7 @@ def test_compare_script_puts_reports_side_by_side(quick_run, tmp_path):
     paths = [tmp_path / "a.json", tmp_path / "b.json"]
     paths[0].write_text(json.dumps(quick_run.report))
     paths[1].write_text(json.dumps(failed))
-    script = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "bench_compare.py")
+    script = REPO_ROOT / "benchmarks" / "bench_compare.py"
     result = subprocess.run([sys.executable, script, *map(str, paths)], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 0, result.stderr

@@ -1,6 +1,6 @@
 """Checks of the Guix files in guix/ that can run without Guix.
 
-A real Guix evaluates the files in guix/check.sh (run by CI; tests/test_guix_check.py
+A real Guix evaluates the files in guix/check.sh (run by CI; tests/tools/test_guix_check.py
 tests it with planted defects).  These tests are the quick static part:
 
 * every guix/*.scm file reads (all its forms) with Debian's ``guile-3.0``, and with
@@ -28,8 +28,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 GUIX_DIR = ROOT / "guix"
 SCM_FILES = sorted(GUIX_DIR.glob("*.scm"))
 
