@@ -44,6 +44,20 @@ def _device_specs() -> list[str]:
 DEVICE_SPECS = _device_specs()
 
 
+def in_ci() -> bool:
+    """Whether the tests run in CI (``CI=true``, set by .ci/run), where every system tool
+    that a suite needs is installed."""
+    return os.environ.get("CI", "").lower() == "true"
+
+
+def tool_missing(reason: str) -> None:
+    """Skip a test whose system tool is missing, with ``reason``; in CI fail instead, since
+    the missing tool means a broken set-up, not an optional suite."""
+    if in_ci():
+        pytest.fail(f"CI needs this tool: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 def cli_command(*args, launcher: Sequence[str] = ()) -> list[str]:
     """The argv of ``python -m oclsci ARGS`` (after ``launcher``, e.g. ``mpiexec -n 2``)."""
     return [*map(str, launcher), sys.executable, "-m", "oclsci", *map(str, args)]

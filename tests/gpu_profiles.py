@@ -27,6 +27,12 @@ Sources:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pyopencl as cl
+
+from oclsci.jacobi.kernels import KERNELS
+from oclsci.runtime import programs
 
 KiB = 1024
 
@@ -62,3 +68,27 @@ PROFILES = (
     GPUProfile("small work-groups (register-limited)", "any", 512, 32 * KiB, 128, 16, True,
                (32,)),
 )
+
+
+# Kernels declaring reqd_work_group_size get the device's maximum; the others the kernel limit.
+WITH_REQD_WORK_GROUP_SIZE = {
+    name for name, spec in KERNELS.items()
+    if "reqd_work_group_size" in (programs.template_dir() / f"{spec.template}.cl.mako").read_text()}
+
+
+def described(profile: GPUProfile) -> SimpleNamespace:
+    """A stand-in for a ComputeContext on the described GPU (no OpenCL calls)."""
+    device = SimpleNamespace(
+        name=profile.name, driver_version="described",
+        max_work_group_size=profile.max_work_group_size,
+        local_mem_size=profile.local_mem_bytes, max_compute_units=profile.compute_units,
+        type=cl.device_type.GPU, global_mem_size=64 * 2**30, max_mem_alloc_size=16 * 2**30)
+    return SimpleNamespace(device=device, is_cpu=False, is_gpu=True, name=profile.name,
+                           spec="0:0", supports_fp64=profile.fp64)
+
+
+def kernel_limit(profile: GPUProfile, name: str) -> int:
+    """CL_KERNEL_WORK_GROUP_SIZE of Jacobi kernel ``name`` built on the described GPU."""
+    if name in WITH_REQD_WORK_GROUP_SIZE:
+        return profile.max_work_group_size
+    return profile.kernel_work_group_size

@@ -9,12 +9,9 @@ is run on the test devices with CL_KERNEL_WORK_GROUP_SIZE replaced by a profile'
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
-import pyopencl as cl
 import pytest
-from gpu_profiles import PROFILES
+from gpu_profiles import PROFILES, WITH_REQD_WORK_GROUP_SIZE, described, kernel_limit
 
 from oclsci.elementwise.kernels import DEFAULT_LOCAL_SIZE
 from oclsci.errors import DeviceError, InputError
@@ -28,32 +25,11 @@ from oclsci.mandelbrot.renderer import GPU_LOCAL_SIZE
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 
-# Kernels declaring reqd_work_group_size get the device's maximum; the others the kernel limit.
-WITH_REQD_WORK_GROUP_SIZE = {
-    name for name, spec in KERNELS.items()
-    if "reqd_work_group_size" in (programs.template_dir() / f"{spec.template}.cl.mako").read_text()}
 SHAPES = [(266, 400), (4096, 4096), (17, 40)]
-
-
-def described(profile) -> SimpleNamespace:
-    """A stand-in for a ComputeContext on the described GPU (no OpenCL calls)."""
-    device = SimpleNamespace(
-        name=profile.name, driver_version="described",
-        max_work_group_size=profile.max_work_group_size,
-        local_mem_size=profile.local_mem_bytes, max_compute_units=profile.compute_units,
-        type=cl.device_type.GPU, global_mem_size=64 * 2**30, max_mem_alloc_size=16 * 2**30)
-    return SimpleNamespace(device=device, is_cpu=False, is_gpu=True, name=profile.name,
-                           spec="0:0", supports_fp64=profile.fp64)
 
 
 def _dtypes(profile):
     return (np.float32, np.float64) if profile.fp64 else (np.float32,)
-
-
-def _kernel_limit(profile, name: str) -> int:
-    if name in WITH_REQD_WORK_GROUP_SIZE:
-        return profile.max_work_group_size
-    return profile.kernel_work_group_size
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
@@ -68,7 +44,7 @@ def test_every_default_and_fallback_fits_the_device(profile):
                     config.validate(max_work_group_size=profile.max_work_group_size,
                                     local_mem_bytes=profile.local_mem_bytes, dtype=dtype)
                 # The solver takes the first whose built kernel accepts its work-group.
-                limit = _kernel_limit(profile, name)
+                limit = kernel_limit(profile, name)
                 assert any(c.work_group_size() <= limit for c in candidates), (name, dtype)
 
 

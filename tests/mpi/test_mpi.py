@@ -8,9 +8,7 @@ the launcher detection without MPI, and replay the slab algorithm in NumPy.
 
 from __future__ import annotations
 
-import functools
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -18,7 +16,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import DEVICE_SPECS
+from conftest import DEVICE_SPECS, tool_missing
+from mpi_launch import (
+    LAUNCHER_VARIABLES,
+    assert_ok,
+    launch_env,
+    mpi_missing,
+    mpiexec_command,
+    run_oclsci,
+)
 
 from oclsci import mpi
 from oclsci.jacobi.reference import jacobi_numpy, jacobi_step
@@ -26,11 +32,6 @@ from oclsci.jacobi.solver import KERNEL_NAMES
 
 pytestmark = pytest.mark.slow
 
-LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
-                      "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "OCLSCI_MPI",
-                      "OCLSCI_MPI_EXCHANGE_EVERY", "PYOPENCL_CTX")
-# `python FAILING_RANK RANK WHEN ARGS...`: oclsci ARGS with a failure injected on one rank.
-FAILING_RANK = Path(__file__).with_name("mpi_failing_rank.py")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,7 +96,7 @@ def test_launcher_detection(env, expected):
 def test_mpi_and_driver_load_nothing_of_the_cli(module):
     """No import cycle cli -> mpi -> cli: the MPI code and the driver stand without the CLI."""
     code = f"import sys, {module}; print([m for m in sys.modules if m.startswith('oclsci.cli')])"
-    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True,
+    out = subprocess.run([sys.executable, "-c", code], env=launch_env(), capture_output=True,
                          text=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stderr
 
@@ -182,64 +183,15 @@ def test_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
 # With MPI: `mpiexec -n P python -m oclsci ...` against one process
 
 
-@functools.lru_cache(maxsize=1)
-def _mpiexec() -> list[str] | None:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return None
-    here = Path(sys.executable).parent / "mpiexec"
-    found = str(here) if here.exists() else shutil.which("mpiexec")
-    if not found:
-        return None
-    version = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30)
-    command = [found]
-    if "open mpi" in (version.stdout + version.stderr).lower() or \
-            "openrte" in (version.stdout + version.stderr).lower():
-        command.append("--oversubscribe")
-        if hasattr(os, "geteuid") and os.geteuid() == 0:
-            command.append("--allow-run-as-root")
-    return command
+@pytest.fixture
+def mpi_present():
+    """mpi4py, an mpiexec and an OpenCL device (tool_missing: a skip, a failure in CI)."""
+    reason = mpi_missing()
+    if reason is not None:
+        tool_missing(reason)
 
 
-def _skip_reason() -> str | None:
-    if not DEVICE_SPECS:
-        return "no OpenCL device: pip install 'oclsci[pocl]'"
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return "mpi4py is not installed: pip install 'oclsci[mpi]'"
-    if _mpiexec() is None:
-        return "no mpiexec found (next to python or on PATH): pip install 'oclsci[mpi]'"
-    return None
-
-
-needs_mpi = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_reason()))
-
-
-def _env(extra: dict | None = None) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
-    env.update(extra or {})
-    return env
-
-
-def oclsci(args: list, ranks: int | None = None, extra_env: dict | None = None,
-           timeout: float = 180, failing: tuple[int, str] | None = None,
-           ) -> subprocess.CompletedProcess:
-    """Run `python -m oclsci ARGS` alone (ranks=None) or under `mpiexec -n RANKS`; `failing`:
-    (rank, "setup" or a step) injects a failure there (see mpi_failing_rank.py)."""
-    command = [sys.executable, "-m", "oclsci", *map(str, args)]
-    if failing is not None:
-        command = [sys.executable, str(FAILING_RANK), *map(str, failing), *map(str, args)]
-    if ranks is not None:
-        command = [*_mpiexec(), "-n", str(ranks), *command]
-    return subprocess.run(command, env=_env(extra_env), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def _ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
-    return result
+needs_mpi = pytest.mark.usefixtures("mpi_present")
 
 
 @pytest.fixture(scope="module")
@@ -264,11 +216,11 @@ ITERATIONS = 21  # not a multiple of any exchange period: ends between exchanges
 @needs_mpi
 def test_bit_identical_for_p_1_to_4(inputs, tmp_path, kernel, shape):
     common = [inputs[shape], "-n", ITERATIONS, "--kernel", kernel, "--device", DEVICE, "-q"]
-    _ok(oclsci(["jacobi", *common, "-o", tmp_path / "one.npy"]))
+    assert_ok(run_oclsci(["jacobi", *common, "-o", tmp_path / "one.npy"]))
     reference = np.load(tmp_path / "one.npy")
     for ranks in (1, 2, 3, 4):
         out = tmp_path / f"p{ranks}.npy"
-        _ok(oclsci(["jacobi", *common, "-o", out], ranks=ranks))
+        assert_ok(run_oclsci(["jacobi", *common, "-o", out], ranks=ranks))
         assert np.array_equal(np.load(out), reference), f"P={ranks} differs ({kernel}, {shape})"
 
 
@@ -277,8 +229,8 @@ def test_bit_identical_for_p_1_to_4(inputs, tmp_path, kernel, shape):
 def test_ghosts_spanning_several_ranks(inputs, tmp_path):
     """An exchange period longer than a slab: ghost rows come from ranks further away."""
     common = [inputs[(37, 1021)], "-n", 30, "--kernel", "coalesced", "--device", DEVICE, "-q"]
-    _ok(oclsci(["jacobi", *common, "-o", tmp_path / "one.npy"]))
-    _ok(oclsci(["jacobi", *common, "-o", tmp_path / "p4.npy"], ranks=4,
+    assert_ok(run_oclsci(["jacobi", *common, "-o", tmp_path / "one.npy"]))
+    assert_ok(run_oclsci(["jacobi", *common, "-o", tmp_path / "p4.npy"], ranks=4,
                extra_env={"OCLSCI_MPI_EXCHANGE_EVERY": "13"}))
     assert np.array_equal(np.load(tmp_path / "p4.npy"), np.load(tmp_path / "one.npy"))
 
@@ -288,26 +240,28 @@ def test_ghosts_spanning_several_ranks(inputs, tmp_path):
 def test_checkpoint_and_resume_with_another_p(inputs, tmp_path):
     common = ["-n", 40, "--kernel", "blocked", "--device", DEVICE, "-q"]
     rhs = inputs[(1021, 37)]
-    _ok(oclsci(["jacobi", rhs, *common, "-o", tmp_path / "ref.npy"]))
-    _ok(oclsci(["jacobi", rhs, "-n", 10, "--kernel", "blocked", "--device", DEVICE, "-q",
+    assert_ok(run_oclsci(["jacobi", rhs, *common, "-o", tmp_path / "ref.npy"]))
+    assert_ok(run_oclsci(["jacobi", rhs, "-n", 10, "--kernel", "blocked", "--device", DEVICE, "-q",
                 "-o", tmp_path / "ref10.npy"]))
     # P=3 writes checkpoints at 10 and 20 (and at the end, 23), then stops.
     checkpoint = tmp_path / "run.npz"
-    _ok(oclsci(["jacobi", rhs, "-n", 23, "--kernel", "blocked", "--device", DEVICE, "-q",
+    assert_ok(run_oclsci(["jacobi", rhs, "-n", 23, "--kernel", "blocked", "--device", DEVICE, "-q",
                 "--checkpoint", checkpoint, "--checkpoint-every", 10], ranks=3))
     with np.load(checkpoint) as state:
         assert int(state["iteration"]) == 23
     # Resume with P=2 and with one process: both end where the uninterrupted run ends.
-    _ok(oclsci(["jacobi", "--resume", checkpoint, *common, "-o", tmp_path / "p2.npy"], ranks=2))
-    _ok(oclsci(["jacobi", "--resume", checkpoint, *common, "-o", tmp_path / "one.npy"]))
+    assert_ok(run_oclsci(["jacobi", "--resume", checkpoint, *common, "-o", tmp_path / "p2.npy"],
+                         ranks=2))
+    assert_ok(run_oclsci(["jacobi", "--resume", checkpoint, *common, "-o", tmp_path / "one.npy"]))
     reference = np.load(tmp_path / "ref.npy")
     assert np.array_equal(np.load(tmp_path / "p2.npy"), reference)
     assert np.array_equal(np.load(tmp_path / "one.npy"), reference)
     # A checkpoint written by one process resumes on 4 ranks.
     single = tmp_path / "single.npz"
-    _ok(oclsci(["jacobi", rhs, "-n", 10, "--kernel", "blocked", "--device", DEVICE, "-q",
+    assert_ok(run_oclsci(["jacobi", rhs, "-n", 10, "--kernel", "blocked", "--device", DEVICE, "-q",
                 "--checkpoint", single]))
-    _ok(oclsci(["jacobi", "--resume", single, *common, "-o", tmp_path / "p4.npy"], ranks=4))
+    assert_ok(run_oclsci(["jacobi", "--resume", single, *common, "-o", tmp_path / "p4.npy"],
+                         ranks=4))
     assert np.array_equal(np.load(tmp_path / "p4.npy"), reference)
 
 
@@ -316,8 +270,8 @@ def test_checkpoint_and_resume_with_another_p(inputs, tmp_path):
 def test_global_tol_and_summary_once(tmp_path):
     args = ["jacobi", "-n", 5000, "--tol", "0.2", "--check-every", 25, "--kernel", "coalesced",
             "--device", DEVICE]
-    one = _ok(oclsci([*args, "-o", tmp_path / "one.npy"]))
-    two = _ok(oclsci([*args, "-o", tmp_path / "two.npy"], ranks=2))
+    one = assert_ok(run_oclsci([*args, "-o", tmp_path / "one.npy"]))
+    two = assert_ok(run_oclsci([*args, "-o", tmp_path / "two.npy"], ranks=2))
 
     def iterations(text: str) -> str:
         return next(line for line in text.splitlines() if line.startswith("iterations"))
@@ -337,7 +291,7 @@ def _error_lines(result: subprocess.CompletedProcess) -> list[str]:
 @needs_mpi
 def test_bad_input_on_rank_0_ends_every_rank(tmp_path):
     started = time.monotonic()
-    result = oclsci(["jacobi", tmp_path / "missing.npy", "-o", tmp_path / "out.npy",
+    result = run_oclsci(["jacobi", tmp_path / "missing.npy", "-o", tmp_path / "out.npy",
                      "--device", DEVICE], ranks=3, timeout=60)
     assert result.returncode != 0
     lines = _error_lines(result)
@@ -349,7 +303,7 @@ def test_bad_input_on_rank_0_ends_every_rank(tmp_path):
 @pytest.mark.mpi
 @needs_mpi
 def test_setup_failure_on_one_rank_is_reported_once(inputs, tmp_path):
-    result = oclsci(["jacobi", inputs[(1021, 37)], "-n", 10, "--device", DEVICE, "-q",
+    result = run_oclsci(["jacobi", inputs[(1021, 37)], "-n", 10, "--device", DEVICE, "-q",
                      "-o", tmp_path / "out.npy"], ranks=3, failing=(2, "setup"), timeout=60)
     assert result.returncode == 1
     lines = _error_lines(result)
@@ -362,7 +316,7 @@ def test_setup_failure_on_one_rank_is_reported_once(inputs, tmp_path):
 def test_failure_during_the_run_aborts_every_rank(inputs, tmp_path):
     """Rank 1 fails at its exchange at step 16; the others would wait for it forever."""
     started = time.monotonic()
-    result = oclsci(["jacobi", inputs[(1021, 37)], "-n", 10**7, "--kernel", "coalesced",
+    result = run_oclsci(["jacobi", inputs[(1021, 37)], "-n", 10**7, "--kernel", "coalesced",
                      "--device", DEVICE, "-q", "-o", tmp_path / "out.npy"], ranks=3,
                     failing=(1, 16), timeout=90)
     elapsed = time.monotonic() - started
@@ -401,9 +355,9 @@ def test_mandelbrot_bands_gathered_bit_identical(tmp_path):
     reference = mandelbrot(301, 157, 120, device=DEVICE)
     for ranks, per_rank in ((3, 1), (2, 3)):
         out = tmp_path / f"p{ranks}.npz"
-        command = [*_mpiexec(), "-n", str(ranks), sys.executable, str(script), DEVICE,
+        command = [*mpiexec_command(), "-n", str(ranks), sys.executable, str(script), DEVICE,
                    str(per_rank), str(out)]
-        _ok(subprocess.run(command, env=_env({"OCLSCI_MPI": "1"}), capture_output=True,
+        assert_ok(subprocess.run(command, env=launch_env({"OCLSCI_MPI": "1"}), capture_output=True,
                            text=True, timeout=120, stdin=subprocess.DEVNULL))
         with np.load(out) as full:
             assert np.array_equal(full["counts"], reference.counts)
@@ -416,10 +370,11 @@ def test_mandelbrot_cli_rows_shared_out_and_gathered(tmp_path):
     pytest.importorskip("oclsci.cli.mandelbrot")
     args = ["mandelbrot", "--width", 301, "--height", 157, "--maxiter", 120, "--device", DEVICE,
             "-q"]
-    _ok(oclsci([*args, "-o", tmp_path / "one.png", "--counts", tmp_path / "one.npy"]))
+    assert_ok(run_oclsci([*args, "-o", tmp_path / "one.png", "--counts", tmp_path / "one.npy"]))
     for ranks, bands in ((3, "4"), (2, "1")):
-        result = _ok(oclsci([*args, "-o", tmp_path / "p.png", "--counts", tmp_path / "p.npy"],
-                            ranks=ranks, extra_env={"OCLSCI_MPI_BANDS": bands}))
+        result = assert_ok(run_oclsci(
+            [*args, "-o", tmp_path / "p.png", "--counts", tmp_path / "p.npy"],
+            ranks=ranks, extra_env={"OCLSCI_MPI_BANDS": bands}))
         assert result.stdout == ""  # --quiet on every rank
         assert np.array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "one.npy"))
         assert (tmp_path / "p.png").read_bytes() == (tmp_path / "one.png").read_bytes()

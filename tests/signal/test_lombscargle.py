@@ -13,7 +13,8 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import DEVICE_SPECS, run_cli, start_cli
+from conftest import DEVICE_SPECS, run_cli, start_cli, tool_missing
+from mpi_launch import assert_ok, mpi_missing, run_oclsci
 
 from oclsci.errors import InputError
 from oclsci.signal import VARIANTS, Periodogram, lombscargle, lombscargle_numpy
@@ -307,18 +308,16 @@ def test_cli_signal_stops_with_128_plus_n_and_no_output(sample_files, tmp_path, 
 @pytest.mark.slow
 @pytest.mark.mpi
 def test_mpi_frequencies_shared_out_identical(sample_files, tmp_path):
-    import test_mpi
-
-    if test_mpi._skip_reason() is not None:
-        pytest.skip(test_mpi._skip_reason())
+    if mpi_missing() is not None:
+        tool_missing(mpi_missing())
     folder, _, _ = sample_files
     args = ["lombscargle", folder / "rows.npy", "--freqs", "0.1:4:1001", "--device",
-            test_mpi.DEVICE, "-q"]
-    test_mpi._ok(test_mpi.oclsci([*args, "-o", tmp_path / "one.npy"]))
+            DEVICE_SPECS[0], "-q"]
+    assert_ok(run_oclsci([*args, "-o", tmp_path / "one.npy"]))
     expected = np.load(tmp_path / "one.npy")
     for ranks in (2, 3):
         out = tmp_path / f"p{ranks}.npy"
-        test_mpi._ok(test_mpi.oclsci([*args, "-o", out], ranks=ranks))
+        assert_ok(run_oclsci([*args, "-o", out], ranks=ranks))
         np.testing.assert_array_equal(np.load(out), expected)
 
 

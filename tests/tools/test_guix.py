@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, tool_missing
 
 ROOT = REPO_ROOT
 GUIX_DIR = ROOT / "guix"
@@ -495,7 +495,7 @@ def guile_executable() -> str | None:
 def test_guile_reads_scm(path, tmp_path):
     guile = guile_executable()
     if guile is None:
-        pytest.skip("guile-3.0 is not installed (apt-get install guile-3.0)")
+        tool_missing("guile-3.0 is not installed (apt-get install guile-3.0)")
     script = tmp_path / "read-all.scm"
     script.write_text(GUILE_READ_ALL)
     proc = subprocess.run(
@@ -515,7 +515,7 @@ def test_guile_reader_rejects_broken_file(tmp_path):
     """The Guile check is real: an unbalanced file fails."""
     guile = guile_executable()
     if guile is None:
-        pytest.skip("guile-3.0 is not installed (apt-get install guile-3.0)")
+        tool_missing("guile-3.0 is not installed (apt-get install guile-3.0)")
     script = tmp_path / "read-all.scm"
     script.write_text(GUILE_READ_ALL)
     broken = tmp_path / "broken.scm"
