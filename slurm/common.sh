@@ -192,10 +192,12 @@ oclsci_jacobi() {
             oclsci_resubmit "$@"
             return $? ;;
         *)
-            # A rank killed by a second signal (srun passes SIGTERM on at the time limit or
-            # scancel) while rank 0 wrote the checkpoint: resume from that checkpoint (a
-            # periodic one at worst: the result is the same, bit for bit).
-            if [ "$rc" -gt 128 ] && [ -f "$OCLSCI_CHECKPOINT" ]; then
+            # The step ended by a signal some other way: a rank killed by a second signal
+            # (srun passes SIGTERM on at the time limit or scancel, then forces the step's end)
+            # while rank 0 wrote the checkpoint, or srun's own exit code after it forced the
+            # end at the time limit. Resume from the checkpoint (a periodic one at worst: the
+            # result is the same, bit for bit).
+            if [ -f "$OCLSCI_CHECKPOINT" ] && { [ "$rc" -gt 128 ] || oclsci_at_time_limit; }; then
                 oclsci_log "stopped on a signal (step exit code $rc); checkpoint $OCLSCI_CHECKPOINT"
                 oclsci_resubmit "$@"
                 return $?
@@ -203,6 +205,12 @@ oclsci_jacobi() {
             oclsci_log "oclsci failed with exit code $rc"
             return "$rc" ;;
     esac
+}
+
+# Whether this job is ending at its time limit (Slurm's reason TimeLimit, or state TIMEOUT).
+oclsci_at_time_limit() {
+    [ -n "${SLURM_JOB_ID:-}" ] || return 1
+    [ "$(oclsci_job_field Reason)" = TimeLimit ] || [ "$(oclsci_job_field JobState)" = TIMEOUT ]
 }
 
 oclsci_abspath() { case $1 in /*) echo "$1" ;; *) echo "$OCLSCI_WORKDIR/$1" ;; esac; }

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO_ROOT, run_cli
+from conftest import REPO_ROOT, run_cli, tool_missing
 from open_mpi import OpenMpiUnavailable, debian_open_mpi, library_version, open_mpi_wheel
 from slurm_cluster import FINAL_STATES, SlurmCluster, SlurmUnavailable
 
@@ -309,9 +309,9 @@ def _freeze_after_first_checkpoint(slurm: SlurmCluster, jobid: int, output: Path
 
 def _release_once_signalled(pids: list[int], sig: int, timeout: float = 600,
                             then=None) -> None:
-    """Wait until Slurm's `sig` is pending in every stopped process (or Slurm continued them
-    itself, as it does before SIGTERM), call `then()` if given, then continue them
-    (SIGCONT)."""
+    """Wait until Slurm's `sig` has reached every stopped process (pending there, or taken:
+    Slurm continues a step's processes when it signals them), call `then()` if given, then
+    continue them (SIGCONT)."""
     def signalled():
         return all(_pending(pid, sig) or not _alive_stopped(pid) for pid in pids)
 
@@ -321,6 +321,33 @@ def _release_once_signalled(pids: list[int], sig: int, timeout: float = 600,
             then()
     finally:
         _continue(pids)
+
+
+def _batch_shell(jobid: int) -> int | None:
+    """The pid of the job's batch shell (`bash .../job<ID>/slurm_script`), if it runs."""
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if proc.name.isdigit() and any(a.endswith(f"/job{jobid}/slurm_script") for a in argv):
+            return int(proc.name)
+    return None
+
+
+@contextlib.contextmanager
+def _batch_shell_held(jobid: int):
+    """Stop the job's batch shell (SIGSTOP) for the block: whatever its step does meanwhile,
+    the script's next command (the resubmission, which copies the time limit) waits for the
+    block's end. Needed because Slurm continues a signalled step itself, so that the step may
+    end before the test has changed the job."""
+    pid = _wait_for(lambda: _batch_shell(jobid), 60, f"job {jobid}: no batch shell")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
 
 
 def _run_time_s(slurm: SlurmCluster, jobid: int) -> int:
@@ -340,9 +367,14 @@ def _limit_in_warning_window(slurm: SlurmCluster, jobid: int) -> int:
 
 
 def _give_time_back(slurm: SlurmCluster, jobid: int, minutes: int) -> None:
-    """Raise a warned job's time limit, so that its checkpoint and resubmission never race
-    the limit (Slurm sends the warning once)."""
+    """Raise a warned job's time limit (Slurm sends the warning once), by a few minutes only:
+    enough for the checkpoint and the resubmission on a loaded machine, and a bound on the
+    wait should a step hang instead of ending."""
     slurm.run(["scontrol", "update", f"JobId={jobid}", f"TimeLimit={minutes}"])
+
+
+#: Minutes added to a warned job's time limit (_give_time_back).
+GRACE_MIN = 5
 
 
 def _hhmmss(minutes: int) -> str:
@@ -431,6 +463,15 @@ def test_site_settings_and_their_overrides(slurm, job_env, tmp_path):
 
 
 MPI_MISSING = _mpi_missing()
+
+
+@pytest.fixture
+def mpi_present():
+    """mpi4py and an MPI library for the jobs (tool_missing: a skip, a failure in CI)."""
+    if MPI_MISSING is not None:
+        tool_missing(str(MPI_MISSING))
+
+
 BANNER = re.compile(r"oclsci: rank (\d+): device .*chosen by first device; no OpenCL GPU for "
                     r"node-local rank (\d+) on (\S+): GPU (\d+) of (\d+) "
                     r"\((\w+)=([\d,]+): GPU (\d+)\)(, shared)?\)")
@@ -444,7 +485,7 @@ def _bindings(text: str) -> dict[int, dict]:
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(MPI_MISSING is not None, reason=str(MPI_MISSING))
+@pytest.mark.usefixtures("mpi_present")
 @pytest.mark.parametrize("mpi", list(MPI_LAUNCHES))
 @pytest.mark.parametrize("per_node", [1, 2])
 def test_jacobi_mpi_two_nodes_matches_one_process(slurm, job_env, mpi_libraries, tmp_path,
@@ -492,7 +533,7 @@ def test_jacobi_mpi_two_nodes_matches_one_process(slurm, job_env, mpi_libraries,
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(MPI_MISSING is not None, reason=str(MPI_MISSING))
+@pytest.mark.usefixtures("mpi_present")
 def test_more_ranks_than_gpus_on_a_node(slurm, job_env, tmp_path):
     """Two ranks on a node with one GPU: a one-line error and exit code 1, no output; with
     OCLSCI_SHARE_GPUS=1 they share the GPU and the result is the one-process result."""
@@ -539,10 +580,11 @@ def test_time_limit_checkpoint_and_resubmission(slurm, job_env, tmp_path):
                    "--export=" + ",".join(f"{k}={v}" for k, v in exports.items()))
     log = work / f"oclsci-jacobi-{jobid}.out"
     pids = _freeze_after_first_checkpoint(slurm, jobid, work / "out.npy", 1, log)
-    # The limit is now less than 120 s away: slurmctld sends the warning at its next check.
-    limit = _limit_in_warning_window(slurm, jobid) + 30
-    _release_once_signalled(pids, signal.SIGUSR1,
-                            then=lambda: _give_time_back(slurm, jobid, limit))
+    with _batch_shell_held(jobid):
+        # The limit is now less than 120 s away: slurmctld sends the warning at its next check.
+        limit = _limit_in_warning_window(slurm, jobid) + GRACE_MIN
+        _release_once_signalled(pids, signal.SIGUSR1,
+                                then=lambda: _give_time_back(slurm, jobid, limit))
     ref_run = subprocess.Popen(
         [sys.executable, "-m", "oclsci", "jacobi", str(inp), "--iterations",
          str(LONG_ITERATIONS), *LONG_RUN, "-o", str(work / "ref.npy"), "--quiet"],
@@ -610,7 +652,7 @@ def _long_mpi_job(slurm, job_env, tmp_path, name, *sbatch_args, **params) -> tup
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(MPI_MISSING is not None, reason=str(MPI_MISSING))
+@pytest.mark.usefixtures("mpi_present")
 @pytest.mark.parametrize("warning", [True, False], ids=["warning", "sigterm-at-limit"])
 def test_two_node_time_limit(slurm, job_env, tmp_path, warning):
     """A two-node job at its time limit: on the warning (USR1) or, without one
@@ -623,9 +665,10 @@ def test_two_node_time_limit(slurm, job_env, tmp_path, warning):
                                iterations=LONG_ITERATIONS, checkpoint_every=CHECKPOINT_EVERY)
     pids = _freeze_after_first_checkpoint(slurm, jobid, tmp_path / "out.npy", 2, log)
     if warning:
-        limit = _limit_in_warning_window(slurm, jobid) + 30
-        _release_once_signalled(pids, signal.SIGUSR1,
-                                then=lambda: _give_time_back(slurm, jobid, limit))
+        with _batch_shell_held(jobid):
+            limit = _limit_in_warning_window(slurm, jobid) + GRACE_MIN
+            _release_once_signalled(pids, signal.SIGUSR1,
+                                    then=lambda: _give_time_back(slurm, jobid, limit))
     else:
         # Reached at once if the job has run a minute already, else within the minute.
         slurm.run(["scontrol", "update", f"JobId={jobid}", "TimeLimit=1"])
@@ -647,7 +690,7 @@ def test_two_node_time_limit(slurm, job_env, tmp_path, warning):
 
 
 @pytest.mark.mpi
-@pytest.mark.skipif(MPI_MISSING is not None, reason=str(MPI_MISSING))
+@pytest.mark.usefixtures("mpi_present")
 def test_scancel_keeps_checkpoint_without_resubmitting(slurm, job_env, tmp_path):
     """`scancel` of a two-node job stops the run with a checkpoint but does not start the
     chain again; the checkpoint then resumes by hand (OCLSCI_RESUME) to the uninterrupted
