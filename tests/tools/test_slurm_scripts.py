@@ -1,0 +1,88 @@
+"""slurm/common.sh's decisions after a step ends, with stand-ins for srun, scontrol, squeue and
+sbatch (no Slurm needed): when a job resumes itself from its checkpoint, and when not.
+
+The real two-node runs are in tests/tools/test_slurm.py; these cases are the ones a real Slurm
+gives only by chance (which of srun and the ranks ends first at the time limit).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO_ROOT
+
+STUBS = {
+    # srun: record the command, end with the exit code the case asks for.
+    "srun": 'echo "$*" >> "$STUB_LOG.srun"; exit "${STUB_SRUN_RC:-0}"\n',
+    # scontrol -o show job ID: one line of fields, as Slurm prints them.
+    "scontrol": 'echo "JobId=$STUB_JOB JobName=case JobState=$STUB_STATE Reason=$STUB_REASON '
+                'TimeLimit=00:10:00 NumNodes=1 NumTasks=1 Partition=debug '
+                'Command=$STUB_SCRIPT WorkDir=$STUB_DIR StdOut=$STUB_DIR/log.out"\n',
+    "squeue": 'echo case\n',
+    # sbatch: record the options, answer with a job id.
+    "sbatch": 'echo "$*" >> "$STUB_LOG.sbatch"; echo 4343\n',
+}
+
+
+@pytest.fixture
+def stubbed(tmp_path):
+    """A PATH whose srun, scontrol, squeue and sbatch are the stand-ins above."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in STUBS.items():
+        path = bin_dir / name
+        path.write_text("#!/bin/bash\n" + body)
+        path.chmod(0o755)
+    return bin_dir
+
+
+def _run_jacobi_step(tmp_path, bin_dir, *, srun_rc: int, state: str, reason: str,
+                     checkpoint: bool) -> tuple[int, str, str]:
+    """Source slurm/common.sh in a job's environment and call oclsci_jacobi; return its exit
+    status, its log and the sbatch calls made."""
+    ckpt = tmp_path / "out.ckpt.npz"
+    if checkpoint:
+        ckpt.write_bytes(b"checkpoint")
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path),
+        "SLURM_JOB_ID": "42", "SLURM_SUBMIT_DIR": str(tmp_path),
+        "OCLSCI_ROOT": str(REPO_ROOT), "OCLSCI_USE_GUIX": "no", "OCLSCI_PYTHON": sys.executable,
+        "OCLSCI_OUTPUT": str(tmp_path / "out.npy"), "OCLSCI_CHECKPOINT": str(ckpt),
+        "STUB_LOG": str(tmp_path / "calls"), "STUB_SRUN_RC": str(srun_rc), "STUB_JOB": "42",
+        "STUB_STATE": state, "STUB_REASON": reason, "STUB_DIR": str(tmp_path),
+        "STUB_SCRIPT": str(REPO_ROOT / "slurm" / "jacobi.sbatch"),
+    }
+    script = f'. "{REPO_ROOT}/slurm/common.sh" && oclsci_setup && oclsci_jacobi --ntasks=1'
+    done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    sbatch = tmp_path / "calls.sbatch"
+    return done.returncode, done.stdout + done.stderr, sbatch.read_text() if sbatch.exists() \
+        else ""
+
+
+@pytest.mark.parametrize("srun_rc, state, reason", [
+    (75, "RUNNING", "None"),         # the ranks saved a checkpoint on the warning
+    (137, "RUNNING", "None"),        # a rank killed while rank 0 wrote the checkpoint
+    (1, "COMPLETING", "TimeLimit"),  # srun forced the step's end at the time limit
+    (1, "TIMEOUT", "TimeLimit"),
+], ids=["exit-75", "killed", "srun-at-limit", "srun-timeout"])
+def test_resumes_from_checkpoint(stubbed, tmp_path, srun_rc, state, reason):
+    rc, log, sbatch = _run_jacobi_step(tmp_path, stubbed, srun_rc=srun_rc, state=state,
+                                       reason=reason, checkpoint=True)
+    assert rc == 0, log
+    assert "resubmitted as job 4343 (resubmission 1)" in log, log
+    assert "--dependency=afterany:42" in sbatch and "--time=00:10:00" in sbatch, sbatch
+
+
+@pytest.mark.parametrize("srun_rc, state, reason, checkpoint", [
+    (1, "RUNNING", "None", True),       # an ordinary failure: no resubmission
+    (1, "COMPLETING", "TimeLimit", False),  # nothing to resume from
+    (75, "CANCELLED", "None", True),    # scancel: keep the checkpoint, do not go on
+], ids=["failure", "no-checkpoint", "cancelled"])
+def test_does_not_resume(stubbed, tmp_path, srun_rc, state, reason, checkpoint):
+    rc, log, sbatch = _run_jacobi_step(tmp_path, stubbed, srun_rc=srun_rc, state=state,
+                                       reason=reason, checkpoint=checkpoint)
+    assert rc != 0, log
+    assert sbatch == "" and "resubmitted" not in log, log
