@@ -175,8 +175,11 @@ class SlabPlacement:
         device_seconds = self.world.allreduce_max(result.device_seconds)
         wall_seconds = self.world.allreduce_max(result.wall_seconds)
         exchange_seconds = self.world.allreduce_max(solve.halo.seconds)
+        phases = ", ".join(f"{phase} {self.world.allreduce_max(seconds):.4f}"
+                           for phase, seconds in solve.halo.phase_seconds.items())
         distribution = (f"{solve.describe()}; {solve.halo.exchanges} exchanges, "
-                        f"{exchange_seconds:.4f} s at most on a rank")
+                        f"{exchange_seconds:.4f} s at most on a rank ({phases}, each the "
+                        f"largest on a rank)")
         return dataclasses.replace(result, device_seconds=device_seconds,
                                    wall_seconds=wall_seconds), distribution
 

@@ -133,6 +133,12 @@ def exchange_period(steps_per_launch: int, requested: int | None = None) -> int:
 # Halo exchange
 
 
+#: The parts of a halo exchange, in order: copies of the rows that neighbours need to the host,
+#: waiting for MPI (the neighbours' rows, and the sends to complete), and the copies of the
+#: received rows to the device.
+EXCHANGE_PHASES = ("device-to-host", "MPI", "host-to-device")
+
+
 class SlabHalo:
     """The ``halo`` object that :func:`oclsci.jacobi.run` drives on one rank of a slab run.
 
@@ -156,6 +162,8 @@ class SlabHalo:
         self._buffers: dict = {}
         self.exchanges = 0
         self.seconds = 0.0
+        # Where the exchange time goes (seconds, summed over exchanges): EXCHANGE_PHASES.
+        self.phase_seconds = dict.fromkeys(EXCHANGE_PHASES, 0.0)
         self.bytes_received = 0
 
     def _host_rows(self, key: Any, rows: int, solver: Any) -> np.ndarray:
@@ -192,6 +200,7 @@ class SlabHalo:
             return
         solver.compute.queue.finish()  # the steps before count as compute, not as exchange
         started = time.perf_counter()
+        clock = started
         comm = self.world.comm
         blocks = [(start, self._host_rows(("in", index), stop - start, solver))
                   for index, (start, stop) in enumerate(self.blocks)]
@@ -208,14 +217,24 @@ class SlabHalo:
         events = [event for event in events if event is not None]
         if events:
             cl.wait_for_events(events)
+        clock = self._lap("device-to-host", clock)
         send_requests = [comm.Isend(rows, dest=dest, tag=TAG_HALO) for dest, rows, _ in outgoing]
         self.world.MPI.Request.Waitall(receive_requests)
+        clock = self._lap("MPI", clock)
         for start, block in blocks:
             solver.write_rows(self.slab.local(start), block)
             self.bytes_received += block.nbytes
+        clock = self._lap("host-to-device", clock)
         self.world.MPI.Request.Waitall(send_requests)
+        self._lap("MPI", clock)
         self.exchanges += 1
         self.seconds += time.perf_counter() - started
+
+    def _lap(self, phase: str, since: float) -> float:
+        """Add the time since ``since`` to ``phase``; return now."""
+        now = time.perf_counter()
+        self.phase_seconds[phase] += now - since
+        return now
 
     def allreduce_sum(self, value: float) -> float:
         """The sum of ``value`` over ranks."""

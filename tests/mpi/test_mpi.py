@@ -9,6 +9,7 @@ the launcher detection without MPI, and replay the slab algorithm in NumPy.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -281,6 +282,14 @@ def test_global_tol_and_summary_once(tmp_path):
     assert [line[:8] for line in two.stdout.splitlines()].count("residual") == 1
     assert "2 ranks" in two.stdout
     assert np.array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
+    # Where the exchange time went: each part's largest value on a rank; on each rank the parts
+    # add up to its total, so their maxima add up to at least the largest total (to rounding).
+    found = re.search(r"(\d+) exchanges, ([\d.]+) s at most on a rank \(device-to-host ([\d.]+), "
+                      r"MPI ([\d.]+), host-to-device ([\d.]+), each the largest on a rank\)",
+                      two.stdout)
+    assert found, two.stdout
+    total, *parts = (float(v) for v in found.groups()[1:])
+    assert int(found[1]) > 0 and sum(parts) >= total - 3e-4
 
 
 def _error_lines(result: subprocess.CompletedProcess) -> list[str]:
