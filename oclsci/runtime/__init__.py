@@ -6,7 +6,8 @@
 - :mod:`~oclsci.runtime.pacing`: how far the host runs ahead of the device;
 - :mod:`~oclsci.runtime.signals`: what SIGTERM, SIGUSR1, SIGINT and SIGHUP do;
 - :mod:`~oclsci.runtime.health`, :mod:`~oclsci.runtime.icd`, :mod:`~oclsci.runtime.binding`:
-  why a platform has no device, Intel's runtime from PyPI, GPUs given by Slurm.
+  why a platform has no device, Intel's runtime from PyPI, GPUs given by Slurm;
+- :mod:`~oclsci.runtime.cachedir`: where per-user caches live.
 
 Solvers receive a :class:`~oclsci.runtime.device.ComputeContext`; they never enumerate
 platforms. Nothing is imported here, so that ``oclsci.runtime.signals`` loads without NumPy.

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from oclsci.errors import DeviceError
+from oclsci.runtime.cachedir import cache_home
 
 POCL_PLATFORM_NAME = "portable computing language"
 # Free space PoCL needs in its cache to build a program (a program's cache entry is a few MB).
@@ -32,8 +33,7 @@ def pocl_cache_dir(environ: dict[str, str] | None = None) -> Path:
     explicit = environ.get("POCL_CACHE_DIR")
     if explicit:
         return Path(explicit).expanduser()
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pocl" / "kcache"
+    return cache_home(environ) / "pocl" / "kcache"
 
 
 def pocl_cache_problem(environ: dict[str, str] | None = None,

@@ -34,6 +34,7 @@ from importlib import metadata
 from pathlib import Path
 
 from oclsci.errors import OclsciWarning
+from oclsci.runtime.cachedir import cache_home
 
 INTEL_DISTRIBUTION = "intel-opencl-rt"
 INTEL_LIBRARY = "libintelocl.so"
@@ -122,8 +123,7 @@ def unlisted_nvidia_library(lines: list[tuple[str, str]]) -> str | None:
 
 
 def _cache_root(environ: dict[str, str]) -> Path:
-    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "oclsci" / "icd"
+    return cache_home(environ) / "oclsci" / "icd"
 
 
 def write_vendors_dir(lines: list[tuple[str, str]], environ: dict[str, str]) -> Path:

@@ -111,3 +111,74 @@ def test_wheel_ships_every_template(tmp_path):
 def test_installed_package_finds_templates():
     """Whatever is imported (site-packages in CI) resolves its own templates."""
     assert (programs.template_dir() / "base.cl.mako").is_file()
+
+
+# --------------------------------------------------------------------------------------------
+# Compiled templates kept between processes
+
+
+@pytest.fixture
+def fresh_lookup(tmp_path, monkeypatch):
+    """Template lookups made anew under a cache home of this test's own (and again after)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    programs._lookup.cache_clear()
+    yield tmp_path / "cache" / "oclsci" / "mako"
+    programs._lookup.cache_clear()
+
+
+SEED = {"template": "jacobi/coalesced", "dtype": np.float32, "rows_per_item": 2}
+
+
+def _render_seed() -> str:
+    params = dict(SEED)
+    return programs.render(params.pop("template"), **params)
+
+
+def test_compiled_templates_are_kept_and_render_the_same(fresh_lookup):
+    source = _render_seed()
+    kept = list(fresh_lookup.rglob("*.py"))
+    assert {p.name for p in kept} >= {"coalesced.cl.mako.py", "base.cl.mako.py"}, kept
+    programs._lookup.cache_clear()  # as in a new process: read back, not compiled again
+    assert _render_seed() == source
+
+
+def test_another_version_of_the_templates_gets_another_folder(fresh_lookup, tmp_path,
+                                                              monkeypatch):
+    copy = tmp_path / "kernels"
+    copy.mkdir()
+    for path in programs.template_dir().rglob("*.cl.mako"):
+        target = copy / path.relative_to(programs.template_dir())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    monkeypatch.setattr(programs, "template_dir", lambda: copy)
+    before = programs.compiled_templates_dir()
+    assert "__kernel void jacobi_coalesced(" in _render_seed()
+    edited = copy / "jacobi" / "coalesced.cl.mako"
+    edited.write_text(edited.read_text().replace("__kernel void", "__kernel  void", 1))
+    programs._lookup.cache_clear()
+    assert programs.compiled_templates_dir() != before
+    assert "__kernel  void jacobi_coalesced(" in _render_seed()
+
+
+def test_unwritable_cache_renders_in_memory(fresh_lookup, tmp_path, monkeypatch):
+    kept = _render_seed()
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    programs._lookup.cache_clear()
+    assert programs.compiled_templates_dir() is None
+    assert _render_seed() == kept
+
+
+def test_a_failed_write_of_a_compiled_template_renders_in_memory(fresh_lookup, monkeypatch):
+    from mako.lookup import TemplateLookup
+
+    real = TemplateLookup.get_template
+
+    def full_disk(self, uri):
+        if self.module_directory:
+            raise OSError(28, "No space left on device")
+        return real(self, uri)
+
+    monkeypatch.setattr(TemplateLookup, "get_template", full_disk)
+    assert "__kernel void jacobi_coalesced(" in _render_seed()

@@ -20,6 +20,7 @@ import numpy as np
 from oclsci.errors import InputError, OclsciWarning, OutputError, first_line
 from oclsci.io import atomic_path
 from oclsci.jacobi.tuning.space import KernelConfig
+from oclsci.runtime.cachedir import cache_home
 
 CACHE_FORMAT = 1
 _warned: set = set()
@@ -36,8 +37,7 @@ def cache_path() -> Path:
     explicit = os.environ.get("OCLSCI_TUNE_CACHE")
     if explicit:
         return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "oclsci" / "tuning.json"
+    return cache_home() / "oclsci" / "tuning.json"
 
 
 def size_class(shape: tuple[int, int]) -> int:
