@@ -149,6 +149,35 @@ def test_rank_cache_dirs_are_per_rank(tmp_path):
     assert not env["OCLSCI_TUNE_CACHE"].startswith(first)  # the tuning cache stays shared
 
 
+def test_aborting_rank_waits_until_its_error_line_is_read(tmp_path):
+    """A rank about to MPI_Abort waits for the launcher to read its pipe (or socket), so that
+    the teardown does not drop the line; it does not wait on a file, or past its timeout."""
+    import socket
+
+    from oclsci.mpi.world import wait_until_read
+
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end, "rb") as reader, os.fdopen(write_end, "wb") as writer:
+        writer.write(b"oclsci: error: rank 1 of 3: RuntimeError\n")
+        writer.flush()
+        assert wait_until_read(writer, 0.05) is False  # nobody has read it
+        reader.read1(1 << 16)
+        assert wait_until_read(writer, 0.05) is True
+    left, right = socket.socketpair()
+    with left, right, left.makefile("wb") as writer:
+        writer.write(b"line\n")
+        writer.flush()
+        if sys.platform.startswith("linux"):
+            assert wait_until_read(writer, 0.05) is False
+        right.recv(1 << 16)
+        assert wait_until_read(writer, 0.05) is True
+    with open(tmp_path / "log", "wb") as log:
+        log.write(b"line\n")
+        log.flush()
+        assert wait_until_read(log, 0.05) is True
+    assert wait_until_read(object(), 0.05) is True
+
+
 @pytest.mark.parametrize("m,n,parts,period,steps", [(37, 6, 4, 8, 21), (29, 5, 3, 16, 50),
                                                      (12, 4, 4, 5, 17), (40, 3, 2, 1, 9)])
 def test_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
@@ -332,7 +361,7 @@ def test_failure_during_the_run_aborts_every_rank(inputs, tmp_path):
     assert result.returncode != 0
     lines = _error_lines(result)
     assert len(lines) == 1 and lines[0].startswith("oclsci: error: rank 1 of 3: RuntimeError"), \
-        result.stderr
+        f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
     assert elapsed < 60
     assert not (tmp_path / "out.npy").exists()
 
