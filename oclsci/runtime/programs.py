@@ -8,13 +8,16 @@ template parameters and build options; kernels are kept rather than retrieved ag
 
 Mako's compiled templates are kept under ``$XDG_CACHE_HOME/oclsci/mako/`` (a fresh process
 then skips compiling them: about 10 ms per template), in a folder named by a hash of the
-templates and of Mako's version, so that another checkout or version never reads them.
+templates, of Mako's version and of the lookup options: edited templates or another Mako get a
+folder of their own, and installs with identical templates share one. Where that folder cannot
+be written, or a kept module cannot be read back, templates are compiled in memory.
 
 Set ``OCLSCI_DUMP_SOURCE=DIR`` to save every rendered source in DIR.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -31,6 +34,9 @@ from mako.lookup import TemplateLookup
 
 from oclsci.errors import KernelBuildError
 from oclsci.runtime.cachedir import cache_home
+
+# How every template is looked up (part of the compiled templates' folder name).
+LOOKUP_OPTIONS = {"strict_undefined": True, "input_encoding": "utf-8"}
 
 # OpenCL C type of each NumPy scalar type the kernels accept.
 CL_TYPES = {
@@ -65,10 +71,10 @@ def template_dir() -> Path:
 
 
 def compiled_templates_dir() -> Path | None:
-    """The folder for Mako's compiled templates, named by a hash of Mako's version and of every
-    template (path and content); None where it cannot be made or written."""
+    """The folder for Mako's compiled templates, named by a hash of Mako's version, the lookup
+    options and every template (path and content); None where it cannot be made or written."""
     root = template_dir()
-    digest = hashlib.sha1(mako.__version__.encode())
+    digest = hashlib.sha1(f"{mako.__version__} {sorted(LOOKUP_OPTIONS.items())}".encode())
     for path in sorted(root.rglob("*.cl.mako")):
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes())
     folder = cache_home() / "oclsci" / "mako" / digest.hexdigest()[:16]
@@ -79,12 +85,36 @@ def compiled_templates_dir() -> Path | None:
     return folder if os.access(folder, os.W_OK | os.X_OK) else None
 
 
+def _write_module(source: bytes, path: str) -> None:
+    """Write a compiled template whole, or not at all (a temporary file, then renamed)."""
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(source)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 @lru_cache(maxsize=2)
 def _lookup(keep_compiled: bool = True) -> TemplateLookup:
     folder = compiled_templates_dir() if keep_compiled else None
-    return TemplateLookup(directories=[str(template_dir())], strict_undefined=True,
-                          input_encoding="utf-8",
-                          module_directory=None if folder is None else str(folder))
+    if folder is None:
+        return TemplateLookup(directories=[str(template_dir())], **LOOKUP_OPTIONS)
+    return TemplateLookup(directories=[str(template_dir())], module_directory=str(folder),
+                          module_writer=_write_module, **LOOKUP_OPTIONS)
+
+
+def _discard_broken_module(error: BaseException) -> None:
+    """Delete the kept module that ``error`` (a SyntaxError on reading it back) points to."""
+    folder = compiled_templates_dir()
+    filename = getattr(error, "filename", None)
+    if folder is None or not filename or folder not in Path(filename).resolve().parents:
+        return
+    with contextlib.suppress(OSError):
+        Path(filename).unlink()
 
 
 def _render_with(lookup: TemplateLookup, template: str, params: dict) -> str:
@@ -133,7 +163,8 @@ def render(template: str, **params: Any) -> str:
     try:
         try:
             return _render_with(_lookup(), template, params)
-        except OSError:  # the compiled template could not be kept (disk full): compile in memory
+        except Exception as error:  # not kept (disk full) or not read back: compile in memory,
+            _discard_broken_module(error)  # where a template's own error shows again
             return _render_with(_lookup(keep_compiled=False), template, params)
     except MakoException as error:
         raise KernelBuildError(f"kernel template {template!r}: {error}") from error

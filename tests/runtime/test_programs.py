@@ -138,8 +138,24 @@ def test_compiled_templates_are_kept_and_render_the_same(fresh_lookup):
     source = _render_seed()
     kept = list(fresh_lookup.rglob("*.py"))
     assert {p.name for p in kept} >= {"coalesced.cl.mako.py", "base.cl.mako.py"}, kept
+    written = {path: path.stat().st_mtime_ns for path in kept}
     programs._lookup.cache_clear()  # as in a new process: read back, not compiled again
     assert _render_seed() == source
+    assert {path: path.stat().st_mtime_ns for path in kept} == written
+
+
+def test_a_truncated_compiled_template_is_compiled_again(fresh_lookup):
+    source = _render_seed()
+    [module] = fresh_lookup.rglob("coalesced.cl.mako.py")
+    text = module.read_bytes()
+    module.write_bytes(text[: len(text) // 2])  # as a full disk may have left it
+    programs._lookup.cache_clear()
+    assert _render_seed() == source  # rendered in memory, the broken module deleted
+    programs._lookup.cache_clear()
+    assert _render_seed() == source
+    compile(module.read_bytes(), str(module), "exec")  # kept whole again
+    assert len(module.read_bytes()) == len(text)
+    assert not list(fresh_lookup.rglob("*.tmp"))
 
 
 def test_another_version_of_the_templates_gets_another_folder(fresh_lookup, tmp_path,
