@@ -325,12 +325,13 @@ def _release_once_signalled(pids: list[int], sig: int, timeout: float = 600,
 
 def _batch_shell(jobid: int) -> int | None:
     """The pid of the job's batch shell (`bash .../job<ID>/slurm_script`), if it runs."""
+    script = re.compile(rf"/job0*{jobid}/slurm_script$")  # some versions zero-pad the id
     for proc in Path("/proc").iterdir():
         try:
             argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if proc.name.isdigit() and any(a.endswith(f"/job{jobid}/slurm_script") for a in argv):
+        if proc.name.isdigit() and any(script.search(a) for a in argv):
             return int(proc.name)
     return None
 
