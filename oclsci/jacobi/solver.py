@@ -104,16 +104,15 @@ class JacobiSolver:
         self.iteration = 0
 
         # Upload B and two copies of X (ping-pong) in the padded layout.
-        padded_rhs = self._padded(rhs)
-        x_start = padded_rhs if x0 is None else self._padded(x0)
-        flags = cl.mem_flags
-        ctx = compute.context
-        self.rhs_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=padded_rhs)
-        self.x_buffers = [cl.Buffer(ctx, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=x_start)
-                          for _ in range(2)]
+        self.rhs_buffer = self._upload(rhs, cl.mem_flags.READ_ONLY)
+        x_start = self.rhs_buffer if x0 is None else self._upload(x0, cl.mem_flags.READ_WRITE)
+        self.x_buffers = [x_start] if x0 is not None else []
+        while len(self.x_buffers) < 2:  # copies on the device, not uploads
+            buffer = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE, x_start.size)
+            cl.enqueue_copy(compute.queue, buffer, x_start)
+            self.x_buffers.append(buffer)
         self.current = 0
-        self._rhs_host = padded_rhs
-        self._rhs_cumulative_squares: np.ndarray | None = None
+        self._rhs_sums_of_squares: dict[tuple[int, int], float] = {}
         # A chosen (not given) configuration that the built kernel cannot run with gives way
         # to the next default, smaller: never a launch failure.
         for index, candidate in enumerate(candidates):
@@ -125,10 +124,22 @@ class JacobiSolver:
                 if index == len(candidates) - 1:
                     raise
 
-    def _padded(self, interior: np.ndarray) -> np.ndarray:
-        padded = np.zeros((self.m + 2, self.row_stride), dtype=self.dtype)
-        padded[1:-1, 1:self.n + 1] = interior
-        return padded
+    def _interior_copy_args(self) -> dict:
+        """Arguments of a rectangular copy between the padded grid and an m x n array."""
+        item = self.dtype.itemsize
+        return {"buffer_origin": (item, 1), "host_origin": (0, 0),
+                "region": (self.n * item, self.m), "buffer_pitches": (self.row_stride * item,),
+                "host_pitches": (self.n * item,)}
+
+    def _upload(self, interior: np.ndarray, flags: int) -> Any:
+        """A padded-grid buffer: zeros, with ``interior`` written in (no padded host copy)."""
+        interior = np.ascontiguousarray(interior, dtype=self.dtype)
+        nbytes = (self.m + 2) * self.row_stride * self.dtype.itemsize
+        buffer = cl.Buffer(self.compute.context, flags, nbytes)
+        queue = self.compute.queue
+        cl.enqueue_fill_buffer(queue, buffer, np.zeros(1, self.dtype), 0, nbytes)
+        cl.enqueue_copy(queue, buffer, interior, **self._interior_copy_args())
+        return buffer
 
     def _build_kernels(self) -> None:
         config, spec = self.config, self.config.spec
@@ -263,18 +274,35 @@ class JacobiSolver:
 
     def read(self) -> np.ndarray:
         """The current iterate's interior as an m x n NumPy array."""
-        return self.read_rows(1, self.m)[:, 1:self.n + 1].copy()
+        interior = np.empty((self.m, self.n), dtype=self.dtype)
+        cl.enqueue_copy(self.compute.queue, interior, self.x_buffer, **self._interior_copy_args())
+        return interior
 
     def residual_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
         """Sum over padded rows first_row..last_row of the squared residual ``L x - B``."""
+        return self._sum_of_squares(first_row, last_row, rhs_only=False)
+
+    def rhs_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
+        """Sum of B squared over padded rows first_row..last_row (on the device, once per range)."""
+        key = (first_row, self.m if last_row is None else last_row)
+        if key not in self._rhs_sums_of_squares:
+            self._rhs_sums_of_squares[key] = self._sum_of_squares(*key, rhs_only=True)
+        return self._rhs_sums_of_squares[key]
+
+    def _sum_of_squares(self, first_row: int, last_row: int | None, rhs_only: bool) -> float:
+        """One pass of the jacobi/residual reduction over padded rows first_row..last_row,
+        in float64 where the device has it; the work-groups' partial sums added on the host."""
         last_row = self.m if last_row is None else last_row
         rows = last_row - first_row + 1
         if rows <= 0:
             return 0.0
         acc_dtype = np.float64 if self.compute.supports_fp64 else np.float32
+        by_rows = self.compute.is_cpu  # one work-item along a row (see the template)
         kernel = programs.get_kernel(self.compute, "jacobi/residual", dtype=self.dtype,
-                                     acc_dtype=acc_dtype, group_size=RESIDUAL_GROUP_SIZE)
-        groups = min(max(1, math.ceil(rows * self.n / RESIDUAL_GROUP_SIZE)),
+                                     acc_dtype=acc_dtype, group_size=RESIDUAL_GROUP_SIZE,
+                                     rhs_only=rhs_only, by_rows=by_rows)
+        items = rows if by_rows else rows * self.n
+        groups = min(max(1, math.ceil(items / RESIDUAL_GROUP_SIZE)),
                      4 * self.compute.device.max_compute_units)
         partial = np.zeros(groups, dtype=acc_dtype)
         partial_buffer = cl.Buffer(self.compute.context, cl.mem_flags.WRITE_ONLY, partial.nbytes)
@@ -284,23 +312,6 @@ class JacobiSolver:
                                    (RESIDUAL_GROUP_SIZE,))
         cl.enqueue_copy(self.compute.queue, partial, partial_buffer)
         return float(np.sum(partial, dtype=np.float64))
-
-    def rhs_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
-        """Sum of B squared over padded rows first_row..last_row (float64, on the host)."""
-        last_row = self.m if last_row is None else last_row
-        if self._rhs_cumulative_squares is None:
-            # Once per solver, a few rows at a time: cumulative per-row sums of B squared.
-            row_sums = np.zeros(self.m + 2)
-            chunk = max(1, (1 << 22) // max(self.n, 1))
-            for start in range(1, self.m + 1, chunk):
-                rows = self._rhs_host[start:min(start + chunk, self.m + 1), 1:self.n + 1]
-                rows = rows.astype(np.float64)
-                row_sums[start:start + len(rows)] = np.einsum("ij,ij->i", rows, rows)
-            self._rhs_cumulative_squares = np.concatenate(([0.0], np.cumsum(row_sums)))
-        if last_row < first_row:
-            return 0.0
-        cumulative = self._rhs_cumulative_squares
-        return float(cumulative[last_row + 1] - cumulative[first_row])
 
 
 @dataclass

@@ -163,3 +163,24 @@ def test_reconfigure_keeps_the_iterate(compute, problems):
                                               "workers": 2}))
     solver.advance(8)
     assert np.array_equal(solver.read(), references[13])
+
+
+def test_strided_integer_and_fortran_inputs_upload_exactly(compute):
+    """B and X0 reach the padded device grid whatever their layout and type: a strided view,
+    integers, Fortran order; the ring of zeros around them stays zero."""
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((40, 61)).astype(np.float32)
+    rhs = base[::2, 1::3]  # 20 x 20, not contiguous
+    integers = rng.integers(-50, 50, size=(20, 20))
+    x0 = np.asfortranarray(rng.standard_normal((20, 20)).astype(np.float32))
+    config = KernelConfig("coalesced", {"rows_per_item": 1})
+    solver = JacobiSolver(compute, rhs, config=config)
+    assert np.array_equal(solver.read(), rhs)
+    solver.advance(7)
+    assert np.array_equal(solver.read(), jacobi_numpy(rhs, 7))
+    solver = JacobiSolver(compute, integers, x0=x0, config=config)
+    solver.advance(7)
+    assert np.array_equal(solver.read(), jacobi_numpy(integers, 7, x0=x0))
+    padded = solver.read_rows(0, solver.m + 2)
+    assert not padded[[0, -1]].any() and not padded[:, 0].any()
+    assert not padded[:, solver.n + 1:].any()

@@ -23,21 +23,24 @@ def compare_cases() -> list[dict]:
 
 
 def residual_cases() -> list[dict]:
-    """The residual reduction: group sizes, accumulator types, row ranges, idle work-items."""
+    """The residual reduction: group sizes, accumulator types, row ranges, idle work-items,
+    both walks over the cells (strided for GPUs, by rows for CPUs)."""
     cases = []
     for dtype, acc_dtype in (("float32", "float32"), ("float32", "float64"),
                              ("float64", "float64")):
         for group_size in (1, 8, 64):
             for shape, first_row, rows, groups in (((1, 1), 1, 1, 1), ((5, 3), 1, 5, 3),
                                                    ((17, 40), 3, 7, 2), ((17, 40), 1, 17, 5)):
-                cases.append({
-                    "id": make_id("residual", dtype, f"acc{acc_dtype}", f"g{group_size}",
-                                   f"{shape[0]}x{shape[1]}", f"rows{first_row}+{rows}",
-                                   f"groups{groups}"),
-                    "kind": "residual", "dtype": dtype, "acc_dtype": acc_dtype,
-                    "group_size": group_size, "shape": shape, "first_row": first_row,
-                    "rows": rows, "groups": groups, "cost": shape[0] * shape[1],
-                })
+                for by_rows in (False, True):
+                    cases.append({
+                        "id": make_id("residual", dtype, f"acc{acc_dtype}", f"g{group_size}",
+                                       f"{shape[0]}x{shape[1]}", f"rows{first_row}+{rows}",
+                                       f"groups{groups}", "by_rows" if by_rows else "strided"),
+                        "kind": "residual", "dtype": dtype, "acc_dtype": acc_dtype,
+                        "group_size": group_size, "shape": shape, "first_row": first_row,
+                        "rows": rows, "groups": groups, "by_rows": by_rows,
+                        "cost": shape[0] * shape[1],
+                    })
     # And through the solver, as `run` uses it (owned-row ranges of an MPI rank included).
     for shape in SHAPES:
         cases.append({"id": make_id("residual", "solver", f"{shape[0]}x{shape[1]}"),

@@ -39,10 +39,15 @@ def _run_residual(compute: Any, case: dict) -> None:
             want = _numpy_residual_rows(x, rhs, first, max(0, last - first + 1))
             if not np.isclose(got, want, rtol=1e-5, atol=1e-6):
                 raise AssertionError(f"residual rows {first}..{last}: {got} != NumPy {want}")
+            got = solver.rhs_sum_of_squares(first, last)
+            want = float(np.sum(rhs[first - 1:last].astype(np.float64) ** 2))
+            if not np.isclose(got, want, rtol=1e-5, atol=1e-6):
+                raise AssertionError(f"rhs rows {first}..{last}: {got} != NumPy {want}")
         return
     acc_dtype = np.dtype(case["acc_dtype"])
     kernel = programs.get_kernel(compute, "jacobi/residual", dtype=dtype, acc_dtype=acc_dtype,
-                                 group_size=int(case["group_size"]))
+                                 group_size=int(case["group_size"]), rhs_only=False,
+                                 by_rows=bool(case["by_rows"]))
     groups, group_size = int(case["groups"]), int(case["group_size"])
     partial = np.zeros(groups, dtype=acc_dtype)
     partial_buffer = cl.Buffer(compute.context, cl.mem_flags.WRITE_ONLY, partial.nbytes)
