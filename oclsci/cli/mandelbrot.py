@@ -12,7 +12,7 @@ from oclsci.cli.options import device_option, dtype_option, quiet_option
 from oclsci.errors import InputError
 from oclsci.io import check_distinct_outputs, check_output_path, write_image, write_npy
 from oclsci.mandelbrot.renderer import DEFAULTS, MandelbrotRenderer, parse_horizon, validate
-from oclsci.mandelbrot.shading import shade
+from oclsci.mandelbrot.shading import RENDERERS, shade
 from oclsci.mpi import describe_bands, mandelbrot_distributed, mpi_world
 from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import StopFlag
@@ -38,9 +38,9 @@ from oclsci.runtime.signals import StopFlag
 @device_option
 @click.option("--counts", "counts_path", default=None, metavar="OUT.npy",
               help="Also save the escape counts (int32, the seed's values) as .npy.")
-@click.option("--renderer", type=click.Choice(["auto", "matplotlib", "numpy"]), default="auto",
-              show_default=True, help="Colouring: matplotlib's LightSource when installed, or "
-                                      "its NumPy port.")
+@click.option("--renderer", type=click.Choice(list(RENDERERS)), default="auto",
+              show_default=True, help="Colouring: on the device (auto), matplotlib's "
+                                      "LightSource (the seed's own), or its NumPy port.")
 @click.option("--repeat", type=int, default=1, show_default=True,
               help="Compute this many times and print the median times (benchmarking).")
 @quiet_option
@@ -82,11 +82,13 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
             results = [plan.run(want_z=False, want_smooth=want_smooth) for _ in range(repeat)]
     result = results[-1]
     written = []
-    render_seconds = 0.0
+    colour_seconds = write_seconds = 0.0
     if image_path is not None:
         start = time.perf_counter()
-        write_image(image_path, shade(result.smooth, renderer=renderer))
-        render_seconds = time.perf_counter() - start
+        picture = shade(result.smooth, renderer=renderer, compute=compute)
+        colour_seconds = time.perf_counter() - start
+        write_image(image_path, picture)
+        write_seconds = time.perf_counter() - start - colour_seconds
         written.append(image_path)
     if counts_path is not None:
         write_npy(counts_path, result.counts)
@@ -103,5 +105,6 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     click.echo(f"  kernel {kernel * 1e3:.3f} ms, with copy back {total * 1e3:.3f} ms "
                f"({result.timings.source}){median_note}; wall {wall * 1e3:.1f} ms")
     if written:
-        how = f" (coloured in {render_seconds:.2f} s)" if image_path else ""
+        how = (f" (coloured in {colour_seconds * 1e3:.1f} ms, PNG written in "
+               f"{write_seconds * 1e3:.1f} ms)" if image_path else "")
         click.echo(f"  wrote {', '.join(written)}{how}")

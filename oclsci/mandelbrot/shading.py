@@ -35,17 +35,28 @@ _HOT = {
 _LUT_SIZE = 256
 
 
+def hot_table() -> np.ndarray:
+    """matplotlib's ``hot`` map quantised as matplotlib does: (256, 3) RGB floats in [0, 1]."""
+    table_x = np.linspace(0.0, 1.0, _LUT_SIZE)
+    table = np.empty((_LUT_SIZE, 3))
+    for k, channel in enumerate(("red", "green", "blue")):
+        xs, ys = zip(*_HOT[channel], strict=False)
+        table[:, k] = np.interp(table_x, xs, ys)
+    return table
+
+
 def hot_colormap(values: np.ndarray) -> np.ndarray:
     """RGB floats in [0, 1] of matplotlib's ``hot`` map for ``values`` in [0, 1] (NaN -> 0)."""
     x = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
-    # Quantise like matplotlib's 256-entry table.
     index = np.clip((x * _LUT_SIZE).astype(np.int64), 0, _LUT_SIZE - 1)
-    table_x = np.linspace(0.0, 1.0, _LUT_SIZE)
-    rgb = np.empty(x.shape + (3,))
-    for k, channel in enumerate(("red", "green", "blue")):
-        xs, ys = zip(*_HOT[channel], strict=False)
-        rgb[..., k] = np.interp(table_x, xs, ys)[index]
-    return rgb
+    return hot_table()[index]
+
+
+def light_direction(azdeg: float = AZDEG, altdeg: float = ALTDEG) -> np.ndarray:
+    """The unit vector towards the light, as matplotlib's ``LightSource.direction``."""
+    az = np.radians(90.0 - azdeg)
+    alt = np.radians(altdeg)
+    return np.array([np.cos(az) * np.cos(alt), np.sin(az) * np.cos(alt), np.sin(alt)])
 
 
 def power_norm(data: np.ndarray, gamma: float = GAMMA) -> np.ndarray:
@@ -68,9 +79,7 @@ def hillshade(elevation: np.ndarray, azdeg: float = AZDEG, altdeg: float = ALTDE
     if min(elevation.shape) < 2:
         return np.ones_like(elevation)
     e_dy, e_dx = np.gradient(vert_exag * elevation, -1.0, 1.0)
-    az = np.radians(90.0 - azdeg)
-    alt = np.radians(altdeg)
-    direction = np.array([np.cos(az) * np.cos(alt), np.sin(az) * np.cos(alt), np.sin(alt)])
+    direction = light_direction(azdeg, altdeg)
     norm = np.sqrt(e_dx * e_dx + e_dy * e_dy + 1.0)
     intensity = (-e_dx * direction[0] - e_dy * direction[1] + direction[2]) / norm
     imin, imax = float(intensity.min()), float(intensity.max())
@@ -152,10 +161,16 @@ def shade_matplotlib(smooth: np.ndarray) -> np.ndarray:
     return np.asarray(shaded)[..., :3]
 
 
-def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower") -> np.ndarray:
+RENDERERS = ("auto", "device", "matplotlib", "numpy")
+
+
+def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower",
+          compute: Any = None) -> np.ndarray:
     """Colour a smooth count as the seed's picture: uint8 RGB, shape (rows, cols, 3).
 
-    ``renderer``: ``"matplotlib"``, ``"numpy"`` or ``"auto"`` (matplotlib when importable).
+    ``renderer``: ``"device"`` (on ``compute``'s OpenCL device, see
+    :mod:`oclsci.mandelbrot.device_shading`), ``"matplotlib"``, ``"numpy"``, or ``"auto"``:
+    the device when ``compute`` is given, else matplotlib when importable, else NumPy.
     ``origin="lower"`` puts row 0 (ymin) at the bottom, so that the picture shows the complex
     plane with the imaginary axis up; ``"upper"`` keeps row 0 at the top as ``imshow`` does
     by default in the seed (the same picture for a window symmetric about the real axis).
@@ -165,13 +180,20 @@ def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower") -> 
         raise InputError(f"expected a non-empty 2-D array to colour, got shape {smooth.shape}")
     if origin not in ("lower", "upper"):
         raise InputError(f"origin must be 'lower' or 'upper', got {origin!r}")
-    if renderer not in ("auto", "matplotlib", "numpy"):
-        raise InputError(f"renderer must be auto, matplotlib or numpy, got {renderer!r}")
+    if renderer not in RENDERERS:
+        raise InputError(f"renderer must be one of {', '.join(RENDERERS)}, got {renderer!r}")
     if renderer == "auto":
-        renderer = "matplotlib" if have_matplotlib() else "numpy"
+        renderer = ("device" if compute is not None
+                    else "matplotlib" if have_matplotlib() else "numpy")
     elif renderer == "matplotlib" and not have_matplotlib():
         raise InputError("matplotlib is not installed: pip install 'oclsci[plot]', or use the "
-                         "numpy renderer")
+                         "numpy or device renderer")
+    if renderer == "device":
+        if compute is None:
+            raise InputError("the device renderer needs a compute context (compute=...)")
+        from oclsci.mandelbrot.device_shading import shade_on_device  # loads pyopencl
+
+        return shade_on_device(compute, smooth, origin)
     data = smooth[::-1] if origin == "lower" else smooth
     rgb = shade_matplotlib(data) if renderer == "matplotlib" else shade_numpy(data)
     return np.clip(np.round(rgb * 255.0), 0, 255).astype(np.uint8)

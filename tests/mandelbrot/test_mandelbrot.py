@@ -198,6 +198,55 @@ def test_numpy_colouring():
     assert np.allclose(render.hsv_to_rgb(render.rgb_to_hsv(colours)), colours)
 
 
+def _colour_grids():
+    """Smooth counts to colour: the seed's set, a zoom, noise, a constant, thin strips."""
+    rng = np.random.default_rng(3)
+    seed_like = smooth_count(*mandelbrot_numpy(width=61, height=47, maxiter=80), 2.0**40)
+    return {"seed": seed_like, "noise": rng.random((9, 13)) * 50, "constant": np.full((5, 4), 7.0),
+            "row": rng.random((1, 17)), "column": rng.random((11, 1)), "pixel": np.ones((1, 1)),
+            "two": rng.random((2, 2)), "float32": seed_like.astype(np.float32)}
+
+
+@pytest.mark.parametrize("origin", ["lower", "upper"])
+def test_device_colouring_equals_numpy(compute, origin):
+    """The device's colouring is NumPy's, byte for byte in float64 (allowing a rare last-bit
+    difference of the device's pow at a colour-table boundary: one level, few pixels)."""
+    from oclsci.mandelbrot.shading import shade
+
+    for name, smooth in _colour_grids().items():
+        want = shade(smooth, renderer="numpy", origin=origin).astype(int)
+        got = shade(smooth, renderer="device", origin=origin, compute=compute)
+        assert got.shape == want.shape and got.dtype == np.uint8, name
+        difference = np.abs(got.astype(int) - want)
+        if compute.supports_fp64:
+            assert difference.max() <= 1 and np.mean(difference > 0) <= 1e-3, name
+        else:
+            assert difference.max() <= 3, name
+
+
+def test_device_colouring_in_float32(any_compute, monkeypatch):
+    """Where the device has no fp64 the colouring runs in float32: within a few levels."""
+    from oclsci.mandelbrot.shading import shade
+
+    monkeypatch.setattr(type(any_compute), "supports_fp64", property(lambda self: False))
+    for name, smooth in _colour_grids().items():
+        want = shade(smooth, renderer="numpy").astype(int)
+        got = shade(smooth, renderer="device", compute=any_compute).astype(int)
+        assert np.abs(got - want).max() <= 3 and np.mean(got != want) <= 0.05, name
+
+
+def test_device_renderer_needs_a_context_and_auto_uses_it(any_compute):
+    from oclsci.mandelbrot.shading import shade
+
+    smooth = _colour_grids()["noise"]
+    with pytest.raises(InputError, match="compute context"):
+        shade(smooth, renderer="device")
+    with pytest.raises(InputError, match="renderer must be one of"):
+        shade(smooth, renderer="gpu")
+    assert np.array_equal(shade(smooth, compute=any_compute),
+                          shade(smooth, renderer="device", compute=any_compute))
+
+
 def test_matplotlib_and_numpy_colouring_agree():
     pytest.importorskip("matplotlib")
     from oclsci.mandelbrot import shading as render

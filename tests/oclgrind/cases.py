@@ -91,6 +91,22 @@ def mandelbrot_cases() -> list[dict]:
     return cases
 
 
+def shading_cases() -> list[dict]:
+    """The device colouring (mandelbrot_shade): both precisions, both origins, thin strips and
+    one pixel, a constant image, sizes that leave work-items idle."""
+    cases = []
+    for dtype in ("float32", "float64"):
+        for shape, kind in (((13, 21), "noise"), ((1, 9), "noise"), ((7, 1), "noise"),
+                            ((1, 1), "noise"), ((5, 6), "constant"), ((40, 33), "noise")):
+            for origin in ("lower", "upper"):
+                cases.append({"id": make_id("shade", dtype, f"{shape[0]}x{shape[1]}", kind,
+                                            origin),
+                              "kind": "shade", "dtype": dtype, "shape": shape,
+                              "values": kind, "origin": origin,
+                              "cost": 4 * shape[0] * shape[1] + 1})
+    return cases
+
+
 def lombscargle_cases() -> list[dict]:
     """The Lomb-Scargle kernel: every variant (oclsci.signal.VARIANTS) in both precisions,
     fast math in float32, one sample at one frequency and frequency counts that are not
@@ -180,4 +196,4 @@ def canary_cases() -> list[dict]:
 def all_cases() -> list[dict]:
     """Every case: each kernel oclsci ships (see the generators above)."""
     return (jacobi_cases() + residual_cases() + compare_cases() + mandelbrot_cases()
-            + elementwise_cases() + lombscargle_cases())
+            + shading_cases() + elementwise_cases() + lombscargle_cases())

@@ -197,6 +197,23 @@ def _run_mandelbrot(compute: Any, case: dict) -> None:
         raise AssertionError(f"{wrong} of {counts.size} escape counts differ from NumPy")
 
 
+def _run_shade(compute: Any, case: dict) -> None:
+    import numpy as np
+
+    from oclsci.mandelbrot.device_shading import shade_on_device
+    from oclsci.mandelbrot.shading import shade
+
+    rng = case_rng(case["id"])
+    shape = tuple(case["shape"])
+    smooth = (rng.random(shape) * 40 if case["values"] == "noise"
+              else np.full(shape, 3.0)).astype(case["dtype"])
+    got = shade_on_device(compute, smooth, case["origin"]).astype(int)
+    want = shade(smooth, renderer="numpy", origin=case["origin"]).astype(int)
+    worst = int(np.abs(got - want).max())
+    if worst > (1 if compute.supports_fp64 else 3):
+        raise AssertionError(f"colours differ from NumPy's by up to {worst} levels")
+
+
 def _run_lombscargle(compute: Any, case: dict) -> None:
     import numpy as np
 
@@ -223,6 +240,7 @@ RUNNERS = {
     "elementwise": _run_elementwise,
     "elementwise_user": _run_elementwise_user,
     "mandelbrot": _run_mandelbrot,
+    "shade": _run_shade,
     "jacobi": run_jacobi,
     "residual": _run_residual,
     "residual_solver": _run_residual,
