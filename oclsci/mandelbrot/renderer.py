@@ -28,6 +28,7 @@ from oclsci.jacobi.checks import check_dtype
 from oclsci.mandelbrot.reference import coordinates, log_horizon_of
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
+from oclsci.runtime.hostmem import pinned_empty
 from oclsci.runtime.pacing import Pacer
 from oclsci.runtime.partition import row_band  # noqa: F401 - public here since 0.1
 from oclsci.runtime.timing import Stopwatch
@@ -310,6 +311,11 @@ class MandelbrotRenderer:
         wall = time.perf_counter()
         queue = self.compute.queue
         shape = (self.row_count, self.width)
+        # The results' host memory, pinned (fast copies back), made before the kernels run.
+        counts = pinned_empty(self.compute, shape, np.int32)
+        complex_dtype = np.complex64 if self.dtype == np.float32 else np.complex128
+        z = pinned_empty(self.compute, shape, complex_dtype) if want_z else None
+        smooth = pinned_empty(self.compute, shape, self.dtype) if want_smooth else None
         kernel_watch = self.compute.stopwatch()
         unit = self.row_unit
         # A band's cost is not its size (rows in the set cost maxiter each): never grow; and
@@ -323,15 +329,10 @@ class MandelbrotRenderer:
             kernel_watch.record(event)
             pacer.submitted(event, -(-count // unit))
             row += count
-        counts = np.empty(shape, dtype=np.int32)
         last = cl.enqueue_copy(queue, counts, self.counts_buffer, is_blocking=False)
-        z = smooth = None
-        if want_z:
-            complex_dtype = np.complex64 if self.dtype == np.float32 else np.complex128
-            z = np.empty(shape, dtype=complex_dtype)
+        if z is not None:
             last = cl.enqueue_copy(queue, z, self._z_buffer, is_blocking=False)
-        if want_smooth:
-            smooth = np.empty(shape, dtype=self.dtype)
+        if smooth is not None:
             last = cl.enqueue_copy(queue, smooth, self._smooth_buffer, is_blocking=False)
         total_watch = Stopwatch(queue, self.compute.profiling)
         total_watch.record(kernel_watch.first_event)

@@ -20,6 +20,7 @@ import pyopencl as cl
 
 from oclsci.errors import InputError
 from oclsci.mpi.world import TAG_HALO, World
+from oclsci.runtime.hostmem import pinned_empty
 from oclsci.runtime.partition import split_rows
 
 # Steps between exchanges when the kernel does one step per launch (seed, coalesced).
@@ -171,19 +172,9 @@ class SlabHalo:
         the OpenCL driver gives it (faster copies to and from GPUs)."""
         key = (key, rows, solver.row_stride, solver.dtype.str)
         if key not in self._buffers:
-            shape = (rows, solver.row_stride)
-            try:
-                compute = solver.compute
-                buffer = cl.Buffer(compute.context,
-                                   cl.mem_flags.READ_WRITE | cl.mem_flags.ALLOC_HOST_PTR,
-                                   rows * solver.row_stride * solver.dtype.itemsize)
-                array, _ = cl.enqueue_map_buffer(
-                    compute.queue, buffer, cl.map_flags.READ | cl.map_flags.WRITE, 0, shape,
-                    solver.dtype, is_blocking=True)
-                self._buffers[key] = (array, buffer)
-            except Exception:  # noqa: BLE001 - plain memory works too, only slower
-                self._buffers[key] = (np.empty(shape, dtype=solver.dtype), None)
-        return self._buffers[key][0]
+            self._buffers[key] = pinned_empty(solver.compute, (rows, solver.row_stride),
+                                              solver.dtype)
+        return self._buffers[key]
 
     def _read_rows(self, solver: Any, first: int, out: np.ndarray) -> Any:
         """Start copying padded rows from ``first`` into ``out``; return an event or None."""
