@@ -26,7 +26,8 @@ from oclsci.elementwise.ops import OPS
 from oclsci.errors import first_line
 from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.reference import jacobi_numpy
-from oclsci.jacobi.solver import JacobiSolver, run
+from oclsci.jacobi.runner import run
+from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import choose_config, device_default
 from oclsci.mandelbrot.reference import mandelbrot_numpy
 from oclsci.mandelbrot.renderer import mandelbrot

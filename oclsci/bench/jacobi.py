@@ -15,7 +15,8 @@ from oclsci.bench.core import Case, Timing, compare_arrays, host_timed
 from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.picture import builtin_picture
 from oclsci.jacobi.reference import jacobi_step, laplacian
-from oclsci.jacobi.solver import JacobiSolver, run
+from oclsci.jacobi.runner import run
+from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import choose_config, round_up
 from oclsci.runtime import programs
 from oclsci.runtime.pacing import Pacer

@@ -1,7 +1,10 @@
 """Jacobi reconstruction of an image from its Laplacian (the seed talk's solver).
 
-- :mod:`~oclsci.jacobi.solver`: :class:`JacobiSolver`, :func:`run` and :func:`jacobi` on one
-  device (an MPI run passes a halo object, see :mod:`oclsci.mpi`);
+- :mod:`~oclsci.jacobi.solver`: :class:`JacobiSolver` (buffers, kernels, launches, residual
+  sums) and :func:`jacobi` on one device;
+- :mod:`~oclsci.jacobi.runner`: :func:`run`, the paced loop between exchanges, residual
+  checks, checkpoints and stop requests (an MPI run passes a halo object, see
+  :mod:`oclsci.mpi`), and :class:`JacobiResult`;
 - :mod:`~oclsci.jacobi.reference`: the NumPy reference every kernel matches bit for bit;
 - :mod:`~oclsci.jacobi.kernels`: the registry of kernels, one spec each
   (:mod:`~oclsci.jacobi.specs`);
@@ -15,16 +18,8 @@
 
 from oclsci.jacobi.driver import JacobiOutcome, run_job
 from oclsci.jacobi.job import JacobiJob
-from oclsci.jacobi.solver import (
-    KERNEL_NAMES,
-    JacobiResult,
-    JacobiSolver,
-    SingleDevice,
-    choose_fitting_config,
-    jacobi,
-    relative_residual,
-    run,
-)
+from oclsci.jacobi.runner import JacobiResult, SingleDevice, relative_residual, run
+from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver, choose_fitting_config, jacobi
 
 __all__ = ["KERNEL_NAMES", "JacobiJob", "JacobiOutcome", "JacobiResult", "JacobiSolver",
            "SingleDevice", "choose_fitting_config", "jacobi", "relative_residual", "run",

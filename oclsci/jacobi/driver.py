@@ -34,7 +34,8 @@ from oclsci.jacobi.job import (  # noqa: F401 - the job's names, at hand with th
     load_problem,
     prepare,
 )
-from oclsci.jacobi.solver import JacobiResult, JacobiSolver, check_finite, run
+from oclsci.jacobi.runner import JacobiResult, run
+from oclsci.jacobi.solver import JacobiSolver, check_finite
 from oclsci.runtime.device import ComputeContext, create_context
 from oclsci.runtime.signals import StopFlag
 

@@ -12,14 +12,12 @@ The solver is MPI-free: a distributed run (see :mod:`oclsci.mpi`) passes a ``hal
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import ArgumentTypeError, InputError, Interrupted, InvalidArgumentError
+from oclsci.errors import ArgumentTypeError, InputError, InvalidArgumentError
 from oclsci.jacobi import kernels
 from oclsci.jacobi.checks import (
     MAX_ITERATIONS,  # noqa: F401 - re-exported for the commands
@@ -30,11 +28,16 @@ from oclsci.jacobi.checks import (
     check_run_options,
     validate_grid,
 )
+from oclsci.jacobi.runner import (  # noqa: F401 - the run loop, public here since 0.1
+    JacobiResult,
+    SingleDevice,
+    relative_residual,
+    run,
+)
 from oclsci.jacobi.tuning import KernelConfig, choose_config, device_candidates
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.launch import Launch
-from oclsci.runtime.pacing import Pacer
 
 KERNEL_NAMES = tuple(kernels.KERNELS)
 # Launches enqueued between throttling events (see JacobiSolver.advance).
@@ -283,11 +286,28 @@ class JacobiSolver:
         return self._sum_of_squares(first_row, last_row, rhs_only=False)
 
     def rhs_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
-        """Sum of B squared over padded rows first_row..last_row (on the device, once per range)."""
+        """Sum of B squared over padded rows first_row..last_row, once per range: on the
+        device in float64, or on the host in float64 where the device has no fp64 (float32
+        squares of large B overflow)."""
         key = (first_row, self.m if last_row is None else last_row)
         if key not in self._rhs_sums_of_squares:
-            self._rhs_sums_of_squares[key] = self._sum_of_squares(*key, rhs_only=True)
+            self._rhs_sums_of_squares[key] = (
+                self._sum_of_squares(*key, rhs_only=True) if self.compute.supports_fp64
+                else self._host_rhs_sum_of_squares(*key))
         return self._rhs_sums_of_squares[key]
+
+    def _host_rhs_sum_of_squares(self, first_row: int, last_row: int) -> float:
+        """Sum of B squared in float64 on the host, B read back a few rows at a time."""
+        total = 0.0
+        chunk = max(1, (1 << 22) // self.row_stride)
+        for start in range(first_row, last_row + 1, chunk):
+            count = min(chunk, last_row + 1 - start)
+            rows = np.empty((count, self.row_stride), dtype=self.dtype)
+            cl.enqueue_copy(self.compute.queue, rows, self.rhs_buffer,
+                            src_offset=start * self.row_stride * self.dtype.itemsize)
+            interior = rows[:, 1:self.n + 1].astype(np.float64)
+            total += float(np.einsum("ij,ij->", interior, interior))
+        return total
 
     def _sum_of_squares(self, first_row: int, last_row: int | None, rhs_only: bool) -> float:
         """One pass of the jacobi/residual reduction over padded rows first_row..last_row,
@@ -312,131 +332,6 @@ class JacobiSolver:
                                    (RESIDUAL_GROUP_SIZE,))
         cl.enqueue_copy(self.compute.queue, partial, partial_buffer)
         return float(np.sum(partial, dtype=np.float64))
-
-
-@dataclass
-class JacobiResult:
-    """What a run produced: the iterate and the figures of its summary."""
-
-    x: np.ndarray
-    iterations: int
-    kernel: str
-    config: KernelConfig
-    device_seconds: float
-    wall_seconds: float
-    timing_source: str
-    residual: float
-    converged: bool = False
-    extra: dict = field(default_factory=dict)
-
-    @property
-    def us_per_iteration(self) -> float:
-        """Device microseconds per Jacobi step."""
-        return 1e6 * self.device_seconds / max(self.extra.get("steps_run", self.iterations), 1)
-
-    def cell_updates_per_second(self, cells: int) -> float:
-        """Cell updates per second of device time, for a grid of ``cells`` cells."""
-        steps = self.extra.get("steps_run", self.iterations)
-        return cells * steps / self.device_seconds if self.device_seconds > 0 else float("nan")
-
-
-class SingleDevice:
-    """The halo object of a one-device run: nothing to exchange, sums are local."""
-
-    steps_between_exchanges = 0
-
-    def exchange(self, solver: JacobiSolver) -> None:
-        """Nothing to exchange on one device."""
-
-    def allreduce_sum(self, value: float) -> float:
-        """The sum over one device is the value itself."""
-        return value
-
-    def agree(self, stop: bool, launches: int) -> tuple[bool, int]:
-        """One device: its own stop request and chunk size."""
-        return stop, launches
-
-    def owned_rows(self, solver: JacobiSolver) -> tuple[int, int]:
-        """All interior rows belong to the one device."""
-        return 1, solver.m
-
-
-def relative_residual(solver: JacobiSolver, halo: Any = None) -> float:
-    """``||L x - B||_2 / ||B||_2`` over the whole (possibly distributed) grid."""
-    halo = halo or SingleDevice()
-    first, last = halo.owned_rows(solver)
-    residual = halo.allreduce_sum(solver.residual_sum_of_squares(first, last))
-    scale = halo.allreduce_sum(solver.rhs_sum_of_squares(first, last))
-    return math.sqrt(residual / scale) if scale > 0 else math.sqrt(residual)
-
-
-def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
-        check_every: int = 1000, checkpoint: Callable[[JacobiSolver], None] | None = None,
-        checkpoint_every: int = 0, progress: Callable[[int, int], None] | None = None,
-        should_stop: Callable[[], bool] | None = None, halo: Any = None,
-        residual: bool = True) -> JacobiResult:
-    """Advance ``solver`` until it has done ``iterations`` steps in all (or met ``tol``).
-
-    Between chunks of launches: exchange halos (``halo``), test the residual every
-    ``check_every`` steps when ``tol`` is set, call ``checkpoint`` every ``checkpoint_every``
-    steps, report ``progress(done, total)``, and on ``should_stop()`` write a checkpoint and
-    raise :class:`Interrupted`. The host stays about a tenth of a second of device work ahead
-    (:class:`~oclsci.runtime.pacing.Pacer`) and polls ``should_stop`` that often. ``residual=False``
-    skips the final residual (NaN in the result), for timings.
-    """
-    iterations = check_iterations(iterations)
-    check_run_options(tol, check_every, checkpoint_every)
-    halo = halo or SingleDevice()
-    stopwatch = solver.compute.stopwatch()
-    start = solver.iteration
-    spl = solver.steps_per_launch
-    # Host synchronisation points that the options ask for; between them, the pacer keeps
-    # the host about a tenth of a second ahead of the device and sets when to poll.
-    periods = [p for p in (halo.steps_between_exchanges, check_every if tol else 0,
-                           checkpoint_every if checkpoint else 0) if p]
-    pacer = Pacer()
-    next_poll = start + pacer.launches() * spl
-    converged = False
-    while solver.iteration < iterations:
-        done = solver.iteration
-        chunk_end = min([iterations, next_poll] + [(done // p + 1) * p for p in periods])
-        steps = chunk_end - done
-        pacer.submitted(solver.advance(steps, stopwatch), -(-steps // spl))
-        done = solver.iteration
-        if halo.steps_between_exchanges and done % halo.steps_between_exchanges == 0:
-            halo.exchange(solver)
-        if tol and done % check_every == 0 and relative_residual(solver, halo) < tol:
-            converged = True
-            break
-        if checkpoint and checkpoint_every and done % checkpoint_every == 0 and done < iterations:
-            checkpoint(solver)
-        if done < next_poll:
-            continue
-        # Every rank polls at the same step and agrees on the next poll.
-        stop, launches = halo.agree(should_stop() if should_stop else False, pacer.launches())
-        next_poll = done + launches * spl
-        if progress:
-            progress(done, iterations)
-        if stop:
-            stopwatch.stop()
-            if checkpoint:
-                checkpoint(solver)
-                raise Interrupted(f"stopped by a signal at iteration {done}; checkpoint written, "
-                                  "resume with --resume")
-            raise Interrupted(f"stopped by a signal at iteration {done}; no checkpoint requested")
-    pacer.drain()
-    if halo.steps_between_exchanges and solver.iteration % halo.steps_between_exchanges:
-        halo.exchange(solver)
-    stopwatch.stop()
-    final = relative_residual(solver, halo) if residual else math.nan
-    if tol and final < tol:
-        converged = True
-    return JacobiResult(
-        x=np.empty(0), iterations=solver.iteration, kernel=solver.config.name,
-        config=solver.config, device_seconds=stopwatch.device_seconds,
-        wall_seconds=stopwatch.wall_seconds, timing_source=stopwatch.source, residual=final,
-        converged=converged, extra={"steps_run": solver.iteration - start},
-    )
 
 
 def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.float32,

@@ -16,7 +16,8 @@ import numpy as np
 from oclsci.errors import Interrupted
 from oclsci.jacobi.driver import JacobiOutcome, ProgressFactory, run_job
 from oclsci.jacobi.job import JacobiJob, Problem, Start
-from oclsci.jacobi.solver import JacobiResult, JacobiSolver, choose_fitting_config, run
+from oclsci.jacobi.runner import JacobiResult, run
+from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.runtime.signals import StopFlag

@@ -1,0 +1,150 @@
+"""Running a Jacobi solver: the loop that advances it in paced chunks between the points
+where a run must stop (halo exchanges, residual checks, checkpoints, stop requests), the
+relative residual, and the result of a run.
+
+:func:`run` takes any solver with the interface of
+:class:`~oclsci.jacobi.solver.JacobiSolver` and a ``halo`` (:class:`SingleDevice`, or an MPI
+rank's :class:`~oclsci.mpi.slabs.SlabHalo`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from oclsci.errors import Interrupted
+from oclsci.jacobi.checks import check_iterations, check_run_options
+from oclsci.jacobi.tuning import KernelConfig
+from oclsci.runtime.pacing import Pacer
+
+if TYPE_CHECKING:
+    from oclsci.jacobi.solver import JacobiSolver
+
+
+@dataclass
+class JacobiResult:
+    """What a run produced: the iterate and the figures of its summary."""
+
+    x: np.ndarray
+    iterations: int
+    kernel: str
+    config: KernelConfig
+    device_seconds: float
+    wall_seconds: float
+    timing_source: str
+    residual: float
+    converged: bool = False
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def us_per_iteration(self) -> float:
+        """Device microseconds per Jacobi step."""
+        return 1e6 * self.device_seconds / max(self.extra.get("steps_run", self.iterations), 1)
+
+    def cell_updates_per_second(self, cells: int) -> float:
+        """Cell updates per second of device time, for a grid of ``cells`` cells."""
+        steps = self.extra.get("steps_run", self.iterations)
+        return cells * steps / self.device_seconds if self.device_seconds > 0 else float("nan")
+
+
+class SingleDevice:
+    """The halo object of a one-device run: nothing to exchange, sums are local."""
+
+    steps_between_exchanges = 0
+
+    def exchange(self, solver: JacobiSolver) -> None:
+        """Nothing to exchange on one device."""
+
+    def allreduce_sum(self, value: float) -> float:
+        """The sum over one device is the value itself."""
+        return value
+
+    def agree(self, stop: bool, launches: int) -> tuple[bool, int]:
+        """One device: its own stop request and chunk size."""
+        return stop, launches
+
+    def owned_rows(self, solver: JacobiSolver) -> tuple[int, int]:
+        """All interior rows belong to the one device."""
+        return 1, solver.m
+
+
+def relative_residual(solver: JacobiSolver, halo: Any = None) -> float:
+    """``||L x - B||_2 / ||B||_2`` over the whole (possibly distributed) grid."""
+    halo = halo or SingleDevice()
+    first, last = halo.owned_rows(solver)
+    residual = halo.allreduce_sum(solver.residual_sum_of_squares(first, last))
+    scale = halo.allreduce_sum(solver.rhs_sum_of_squares(first, last))
+    return math.sqrt(residual / scale) if scale > 0 else math.sqrt(residual)
+
+
+def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
+        check_every: int = 1000, checkpoint: Callable[[JacobiSolver], None] | None = None,
+        checkpoint_every: int = 0, progress: Callable[[int, int], None] | None = None,
+        should_stop: Callable[[], bool] | None = None, halo: Any = None,
+        residual: bool = True) -> JacobiResult:
+    """Advance ``solver`` until it has done ``iterations`` steps in all (or met ``tol``).
+
+    Between chunks of launches: exchange halos (``halo``), test the residual every
+    ``check_every`` steps when ``tol`` is set, call ``checkpoint`` every ``checkpoint_every``
+    steps, report ``progress(done, total)``, and on ``should_stop()`` write a checkpoint and
+    raise :class:`Interrupted`. The host stays about a tenth of a second of device work ahead
+    (:class:`~oclsci.runtime.pacing.Pacer`) and polls ``should_stop`` that often. ``residual=False``
+    skips the final residual (NaN in the result), for timings.
+    """
+    iterations = check_iterations(iterations)
+    check_run_options(tol, check_every, checkpoint_every)
+    halo = halo or SingleDevice()
+    stopwatch = solver.compute.stopwatch()
+    start = solver.iteration
+    spl = solver.steps_per_launch
+    # Host synchronisation points that the options ask for; between them, the pacer keeps
+    # the host about a tenth of a second ahead of the device and sets when to poll.
+    periods = [p for p in (halo.steps_between_exchanges, check_every if tol else 0,
+                           checkpoint_every if checkpoint else 0) if p]
+    pacer = Pacer()
+    next_poll = start + pacer.launches() * spl
+    converged = False
+    while solver.iteration < iterations:
+        done = solver.iteration
+        chunk_end = min([iterations, next_poll] + [(done // p + 1) * p for p in periods])
+        steps = chunk_end - done
+        pacer.submitted(solver.advance(steps, stopwatch), -(-steps // spl))
+        done = solver.iteration
+        if halo.steps_between_exchanges and done % halo.steps_between_exchanges == 0:
+            halo.exchange(solver)
+        if tol and done % check_every == 0 and relative_residual(solver, halo) < tol:
+            converged = True
+            break
+        if checkpoint and checkpoint_every and done % checkpoint_every == 0 and done < iterations:
+            checkpoint(solver)
+        if done < next_poll:
+            continue
+        # Every rank polls at the same step and agrees on the next poll.
+        stop, launches = halo.agree(should_stop() if should_stop else False, pacer.launches())
+        next_poll = done + launches * spl
+        if progress:
+            progress(done, iterations)
+        if stop:
+            stopwatch.stop()
+            if checkpoint:
+                checkpoint(solver)
+                raise Interrupted(f"stopped by a signal at iteration {done}; checkpoint written, "
+                                  "resume with --resume")
+            raise Interrupted(f"stopped by a signal at iteration {done}; no checkpoint requested")
+    pacer.drain()
+    if halo.steps_between_exchanges and solver.iteration % halo.steps_between_exchanges:
+        halo.exchange(solver)
+    stopwatch.stop()
+    final = relative_residual(solver, halo) if residual else math.nan
+    if tol and final < tol:
+        converged = True
+    return JacobiResult(
+        x=np.empty(0), iterations=solver.iteration, kernel=solver.config.name,
+        config=solver.config, device_seconds=stopwatch.device_seconds,
+        wall_seconds=stopwatch.wall_seconds, timing_source=stopwatch.source, residual=final,
+        converged=converged, extra={"steps_run": solver.iteration - start},
+    )
