@@ -56,6 +56,17 @@ static real_t illumination(__global const src_t *smooth, int rows, int cols, int
     return (-e_dx * d0 - e_dy * d1 + d2) / norm;
 }
 
+// NumPy's min and max: a NaN wins (fmin and fmax would drop it).
+static real_t nan_min(real_t a, real_t b)
+{
+    return isnan(a) ? a : isnan(b) ? b : fmin(a, b);
+}
+
+static real_t nan_max(real_t a, real_t b)
+{
+    return isnan(a) ? a : isnan(b) ? b : fmax(a, b);
+}
+
 __kernel __attribute__((reqd_work_group_size(${group_size}, 1, 1)))
 void mandelbrot_shade_extremes(__global const src_t *restrict smooth, int rows, int cols,
                                int flip, real_t d0, real_t d1, real_t d2,
@@ -69,10 +80,10 @@ void mandelbrot_shade_extremes(__global const src_t *restrict smooth, int rows, 
         const int r = (int)(k / (size_t)cols), c = (int)(k % (size_t)cols);
         const real_t value = (real_t)smooth[k];
         const real_t light = illumination(smooth, rows, cols, flip, r, c, d0, d1, d2);
-        low = fmin(low, value);
-        high = fmax(high, value);
-        dim = fmin(dim, light);
-        bright = fmax(bright, light);
+        low = nan_min(low, value);
+        high = nan_max(high, value);
+        dim = nan_min(dim, light);
+        bright = nan_max(bright, light);
     }
     const size_t lid = get_local_id(0);
     lows[lid] = low;
@@ -82,10 +93,10 @@ void mandelbrot_shade_extremes(__global const src_t *restrict smooth, int rows, 
     barrier(CLK_LOCAL_MEM_FENCE);
     for (size_t width = ${group_size} / 2; width > 0; width /= 2) {
         if (lid < width) {
-            lows[lid] = fmin(lows[lid], lows[lid + width]);
-            highs[lid] = fmax(highs[lid], highs[lid + width]);
-            dims[lid] = fmin(dims[lid], dims[lid + width]);
-            brights[lid] = fmax(brights[lid], brights[lid + width]);
+            lows[lid] = nan_min(lows[lid], lows[lid + width]);
+            highs[lid] = nan_max(highs[lid], highs[lid + width]);
+            dims[lid] = nan_min(dims[lid], dims[lid + width]);
+            brights[lid] = nan_max(brights[lid], brights[lid + width]);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
     }
@@ -123,17 +134,22 @@ __kernel void mandelbrot_shade(__global const src_t *restrict smooth, int rows, 
         return;
     // PowerNorm(0.3) and the hot map's 256-entry table.
     const real_t value = (real_t)smooth[(size_t)(flip ? rows - 1 - r : r) * (size_t)cols + c];
+    // (NaN stays NaN through NumPy's clip and power, then the colour map takes it as 0.)
     real_t x = 0;
-    if (vmax > vmin)
-        x = pow(fmax((value - vmin) / (vmax - vmin), (real_t)0), (real_t)${0.3});
+    if (!(vmax <= vmin)) {
+        const real_t scaled = (value - vmin) / (vmax - vmin);
+        x = pow(isnan(scaled) ? scaled : fmax(scaled, (real_t)0), (real_t)${0.3});
+    }
     x = isnan(x) ? (real_t)0 : x;
     const long index = clamp((long)(x * (real_t)256), 0L, 255L);
     const real_t red = table[3 * index], green = table[3 * index + 1], blue = table[3 * index + 2];
     // Illumination scaled to [0, 1] by its extremes.
     real_t light = illumination(smooth, rows, cols, flip, r, c, d0, d1, d2);
+    // A NaN extreme (an overflowing elevation) skips the scaling, as in NumPy; a NaN pixel
+    // stays NaN through the clip and leaves its colour unblended.
     if (imax - imin > (real_t)1e-6)
         light = (light - imin) / (imax - imin);
-    light = clamp(light, (real_t)0, (real_t)1);
+    light = isnan(light) ? light : fmin(fmax(light, (real_t)0), (real_t)1);
     // RGB -> HSV (blue wins ties over green, green over red, as matplotlib).
     const real_t maxc = fmax(fmax(red, green), blue), minc = fmin(fmin(red, green), blue);
     const real_t delta = maxc - minc;

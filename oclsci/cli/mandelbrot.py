@@ -72,6 +72,7 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
             return
         if not quiet:
             click.echo(describe_bands(world, height))
+        result, timings = results[-1], [r.timings for r in results]
     else:
         # Signals are collected while kernels build and run, and stop the run between bands.
         with StopFlag(raising=True):
@@ -79,8 +80,10 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
             plan = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter,
                                       xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax,
                                       horizon=horizon_value, dtype=dtype)
-            results = [plan.run(want_z=False, want_smooth=want_smooth) for _ in range(repeat)]
-    result = results[-1]
+            timings = []
+            for _ in range(repeat):  # only the last result is kept (each pins its memory)
+                result = plan.run(want_z=False, want_smooth=want_smooth)
+                timings.append(result.timings)
     written = []
     colour_seconds = write_seconds = 0.0
     if image_path is not None:
@@ -95,9 +98,9 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
         written.append(counts_path)
     if quiet:
         return
-    kernel = statistics.median(r.timings.kernel_seconds for r in results)
-    total = statistics.median(r.timings.total_seconds for r in results)
-    wall = statistics.median(r.timings.wall_seconds for r in results)
+    kernel = statistics.median(t.kernel_seconds for t in timings)
+    total = statistics.median(t.total_seconds for t in timings)
+    wall = statistics.median(t.wall_seconds for t in timings)
     median_note = f" (median of {repeat})" if repeat > 1 else ""
     click.echo(f"mandelbrot: {width}x{height}, maxiter {maxiter}, horizon {horizon_value:g}, "
                f"{dtype} on {compute.spec} {compute.name} "

@@ -5,7 +5,8 @@ hill shading, HSV blend), in the same order, in ``kernels/mandelbrot_shade.cl.ma
 finds the extremes of the smooth count and of the illumination, a second colours each pixel.
 In float64 (devices that have it) the bytes equal NumPy's but where OpenCL's ``pow`` and
 glibc's differ in the last bit right at a colour-table boundary; in float32 they may differ
-by a level or two.
+by a level or two. Where float32 would overflow (smooth counts beyond 1e18, such as the
+largest finite value that stands for an infinite count) the NumPy port colours instead.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import InputError
-from oclsci.mandelbrot.shading import hot_table, light_direction
+from oclsci.errors import DeviceError, InputError, first_line
+from oclsci.mandelbrot.shading import hot_table, light_direction, shade
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 
@@ -24,6 +25,8 @@ from oclsci.runtime.device import ComputeContext
 EXTREMES_GROUP_SIZE = 64
 # Work-group shape of the colouring pass.
 COLOUR_LOCAL_SIZE = (32, 8)
+# Largest smooth count float32 arithmetic colours (the gradients' squares stay finite).
+FLOAT32_SAFE = 1e18
 
 
 def shade_on_device(compute: ComputeContext, smooth: np.ndarray,
@@ -40,6 +43,15 @@ def shade_on_device(compute: ComputeContext, smooth: np.ndarray,
         raise InputError(f"origin must be 'lower' or 'upper', got {origin!r}")
     if smooth.dtype not in (np.float32, np.float64):
         smooth = smooth.astype(np.float64)
+    if not compute.supports_fp64 and not np.all(np.abs(smooth) < FLOAT32_SAFE):
+        return shade(smooth, renderer="numpy", origin=origin)  # squares would overflow
+    try:
+        return _shade(compute, smooth, origin)
+    except cl.Error as error:  # out of device memory, a launch the device refuses
+        raise DeviceError(f"colouring on device {compute.spec}: {first_line(error)}") from error
+
+
+def _shade(compute: ComputeContext, smooth: np.ndarray, origin: str) -> np.ndarray:
     real = np.dtype(np.float64 if compute.supports_fp64 else np.float32)
     source = np.ascontiguousarray(smooth, dtype=smooth.dtype if compute.supports_fp64
                                   else np.float32)

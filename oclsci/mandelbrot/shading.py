@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from oclsci import io
-from oclsci.errors import InputError
+from oclsci.errors import DeviceError, InputError, KernelBuildError, first_line
 from oclsci.io import have_matplotlib
 
 AZDEG = 315.0
@@ -146,8 +146,11 @@ def blend_hsv(rgb: np.ndarray, intensity: np.ndarray, hsv_max_sat: float = 0.0,
 
 def shade_numpy(smooth: np.ndarray) -> np.ndarray:
     """The seed's shading in plain NumPy: RGB floats in [0, 1], shape (rows, cols, 3)."""
-    rgb = hot_colormap(power_norm(smooth, GAMMA))
-    return blend_hsv(rgb, hillshade(smooth, AZDEG, ALTDEG, VERT_EXAG))
+    # The largest finite smooth count (an infinite one) overflows the elevation, as it does in
+    # matplotlib: its neighbours keep their colour unlit, without a warning.
+    with np.errstate(over="ignore", invalid="ignore"):
+        rgb = hot_colormap(power_norm(smooth, GAMMA))
+        return blend_hsv(rgb, hillshade(smooth, AZDEG, ALTDEG, VERT_EXAG))
 
 
 def shade_matplotlib(smooth: np.ndarray) -> np.ndarray:
@@ -182,18 +185,24 @@ def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower",
         raise InputError(f"origin must be 'lower' or 'upper', got {origin!r}")
     if renderer not in RENDERERS:
         raise InputError(f"renderer must be one of {', '.join(RENDERERS)}, got {renderer!r}")
-    if renderer == "auto":
-        renderer = ("device" if compute is not None
-                    else "matplotlib" if have_matplotlib() else "numpy")
-    elif renderer == "matplotlib" and not have_matplotlib():
+    host = "matplotlib" if have_matplotlib() else "numpy"
+    if renderer == "matplotlib" and host != "matplotlib":
         raise InputError("matplotlib is not installed: pip install 'oclsci[plot]', or use the "
                          "numpy or device renderer")
-    if renderer == "device":
-        if compute is None:
-            raise InputError("the device renderer needs a compute context (compute=...)")
+    if renderer == "device" and compute is None:
+        raise InputError("the device renderer needs a compute context (compute=...)")
+    if renderer in ("auto", "device") and compute is not None:
         from oclsci.mandelbrot.device_shading import shade_on_device  # loads pyopencl
 
-        return shade_on_device(compute, smooth, origin)
+        try:
+            return shade_on_device(compute, smooth, origin)
+        except (DeviceError, KernelBuildError) as error:
+            if renderer == "device":
+                raise
+            warnings.warn(f"colouring on the device failed ({first_line(error)}); "
+                          f"colouring with {host} instead", RuntimeWarning, stacklevel=2)
+    if renderer in ("auto", "device"):
+        renderer = host
     data = smooth[::-1] if origin == "lower" else smooth
     rgb = shade_matplotlib(data) if renderer == "matplotlib" else shade_numpy(data)
     return np.clip(np.round(rgb * 255.0), 0, 255).astype(np.uint8)

@@ -8,14 +8,9 @@ of MPICH, Open MPI, Intel MPI or MVAPICH, ``srun`` with several tasks) or when `
 
 from __future__ import annotations
 
-import array
-import fcntl
 import os
 import socket
-import stat
 import sys
-import termios
-import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +20,7 @@ import numpy as np
 from oclsci.errors import InputError, OclsciError, first_line
 from oclsci.runtime.binding import node_name, visible_gpus
 from oclsci.runtime.device import create_context, node_local_rank
+from oclsci.runtime.streams import wait_until_read
 
 # Launcher variables holding the number of ranks, in order of trust.
 SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
@@ -36,38 +32,6 @@ MAX_MESSAGE_BYTES = 1 << 30
 TAG_HALO, TAG_SCATTER, TAG_GATHER = 61, 62, 63
 # How long an aborting rank waits for its launcher to read its error line.
 ABORT_DRAIN_SECONDS = 5.0
-
-
-def wait_until_read(stream: Any, timeout: float) -> bool:
-    """Wait (at most ``timeout`` s) until the reader of ``stream``'s pipe or socket has taken
-    all that was written to it; True once it has, or when ``stream`` is not a pipe or socket.
-
-    A launcher tearing the job down after MPI_Abort drops what it has not yet read from the
-    aborting rank (MPICH's Hydra lost the error line in about one abort in ten here).
-    """
-    try:
-        fd = stream.fileno()
-        mode = os.fstat(fd).st_mode
-    except (AttributeError, OSError, ValueError):
-        return True
-    if stat.S_ISFIFO(mode):
-        request = termios.FIONREAD  # bytes in the pipe, asked from either end
-    elif stat.S_ISSOCK(mode) and hasattr(termios, "TIOCOUTQ"):
-        request = termios.TIOCOUTQ  # bytes the peer has not received yet (Linux)
-    else:
-        return True
-    pending = array.array("i", [0])
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.ioctl(fd, request, pending)
-        except OSError:
-            return True
-        if pending[0] == 0:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.005)
 
 
 class RankError(OclsciError):

@@ -107,14 +107,15 @@ def _lookup(keep_compiled: bool = True) -> TemplateLookup:
                           module_writer=_write_module, **LOOKUP_OPTIONS)
 
 
-def _discard_broken_module(error: BaseException) -> None:
-    """Delete the kept module that ``error`` (a SyntaxError on reading it back) points to."""
+def _discard_kept_modules(template: str) -> None:
+    """Delete the kept compiled modules of ``template`` and of the base it inherits, after
+    reading them back failed (Mako writes them again on the next use)."""
     folder = compiled_templates_dir()
-    filename = getattr(error, "filename", None)
-    if folder is None or not filename or folder not in Path(filename).resolve().parents:
+    if folder is None:
         return
-    with contextlib.suppress(OSError):
-        Path(filename).unlink()
+    for name in (template, "base"):
+        with contextlib.suppress(OSError):
+            (folder / f"{name}.cl.mako.py").unlink()
 
 
 def _render_with(lookup: TemplateLookup, template: str, params: dict) -> str:
@@ -163,9 +164,13 @@ def render(template: str, **params: Any) -> str:
     try:
         try:
             return _render_with(_lookup(), template, params)
-        except Exception as error:  # not kept (disk full) or not read back: compile in memory,
-            _discard_broken_module(error)  # where a template's own error shows again
-            return _render_with(_lookup(keep_compiled=False), template, params)
+        except Exception:  # noqa: BLE001 - not kept (disk full) or not read back
+            # Compile in memory (a template's own error shows again there); when that works,
+            # the kept modules were at fault: delete them, to be made again on the next use.
+            source = _render_with(_lookup(keep_compiled=False), template, params)
+            _discard_kept_modules(template)
+            _lookup.cache_clear()
+            return source
     except MakoException as error:
         raise KernelBuildError(f"kernel template {template!r}: {error}") from error
     except NameError as error:

@@ -165,11 +165,13 @@ def test_residual_agrees_with_numpy(compute, m, n, seed, steps):
     cut = (m + 1) // 2
     parts = solver.residual_sum_of_squares(1, cut) + solver.residual_sum_of_squares(cut + 1, m)
     assert math.isclose(parts, solver.residual_sum_of_squares(), rel_tol=1e-6, abs_tol=1e-9)
-    # The scale, B squared, summed on the device over the same rows.
+    # The scale, B squared, summed on the device (or the host, without fp64) over those rows.
     for first, last in ((1, m), (1, cut), (cut + 1, m)):
         want = float(np.sum(rhs[first - 1:last].astype(np.float64) ** 2))
         assert math.isclose(solver.rhs_sum_of_squares(first, last), want, rel_tol=1e-6,
                             abs_tol=1e-9)
+        assert math.isclose(solver._host_rhs_sum_of_squares(first, last), want, rel_tol=1e-12,
+                            abs_tol=1e-12)
 
 
 # -- Mandelbrot --------------------------------------------------------------------------------

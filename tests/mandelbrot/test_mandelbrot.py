@@ -202,9 +202,24 @@ def _colour_grids():
     """Smooth counts to colour: the seed's set, a zoom, noise, a constant, thin strips."""
     rng = np.random.default_rng(3)
     seed_like = smooth_count(*mandelbrot_numpy(width=61, height=47, maxiter=80), 2.0**40)
+    # The kernel writes the largest finite value where |z| = 1 exactly (an infinite count):
+    # the elevation overflows there, as in NumPy. And NaN, which the API may be given.
+    huge, with_nan = seed_like.copy(), seed_like.copy()
+    huge[20, 30] = np.finfo(np.float64).max
+    with_nan[3, 4] = np.nan
+    float32_huge = seed_like.astype(np.float32)
+    float32_huge[10, 10] = np.finfo(np.float32).max
     return {"seed": seed_like, "noise": rng.random((9, 13)) * 50, "constant": np.full((5, 4), 7.0),
             "row": rng.random((1, 17)), "column": rng.random((11, 1)), "pixel": np.ones((1, 1)),
-            "two": rng.random((2, 2)), "float32": seed_like.astype(np.float32)}
+            "two": rng.random((2, 2)), "float32": seed_like.astype(np.float32), "huge": huge,
+            "nan": with_nan, "float32 huge": float32_huge}
+
+
+def _numpy_colours(smooth, origin="lower"):
+    from oclsci.mandelbrot.shading import shade
+
+    with np.errstate(all="ignore"):  # the overflowing cases warn in NumPy
+        return shade(smooth, renderer="numpy", origin=origin).astype(int)
 
 
 @pytest.mark.parametrize("origin", ["lower", "upper"])
@@ -214,7 +229,7 @@ def test_device_colouring_equals_numpy(compute, origin):
     from oclsci.mandelbrot.shading import shade
 
     for name, smooth in _colour_grids().items():
-        want = shade(smooth, renderer="numpy", origin=origin).astype(int)
+        want = _numpy_colours(smooth, origin)
         got = shade(smooth, renderer="device", origin=origin, compute=compute)
         assert got.shape == want.shape and got.dtype == np.uint8, name
         difference = np.abs(got.astype(int) - want)
@@ -230,8 +245,9 @@ def test_device_colouring_in_float32(any_compute, monkeypatch):
 
     monkeypatch.setattr(type(any_compute), "supports_fp64", property(lambda self: False))
     for name, smooth in _colour_grids().items():
-        want = shade(smooth, renderer="numpy").astype(int)
-        got = shade(smooth, renderer="device", compute=any_compute).astype(int)
+        want = _numpy_colours(smooth)
+        with np.errstate(all="ignore"):  # the overflowing cases go to NumPy
+            got = shade(smooth, renderer="device", compute=any_compute).astype(int)
         assert np.abs(got - want).max() <= 3 and np.mean(got != want) <= 0.05, name
 
 

@@ -154,7 +154,7 @@ def test_aborting_rank_waits_until_its_error_line_is_read(tmp_path):
     the teardown does not drop the line; it does not wait on a file, or past its timeout."""
     import socket
 
-    from oclsci.mpi.world import wait_until_read
+    from oclsci.runtime.streams import wait_until_read
 
     read_end, write_end = os.pipe()
     with os.fdopen(read_end, "rb") as reader, os.fdopen(write_end, "wb") as writer:

@@ -20,7 +20,9 @@ def test_a_relative_xdg_cache_home_is_ignored():
     assert cache_home({"XDG_CACHE_HOME": "cache", "HOME": "/home/x"}) == Path("/home/x/.cache")
 
 
-def test_no_home_gives_a_folder_under_the_temporary_folder(monkeypatch):
+def test_no_home_gives_a_private_folder_under_the_temporary_folder(monkeypatch):
     monkeypatch.setattr("os.path.expanduser", lambda path: path)  # no HOME, no password entry
     folder = cache_home({"HOME": ""})
     assert folder.is_absolute() and folder.parent == Path(tempfile.gettempdir())
+    assert folder.is_dir() and folder.stat().st_mode & 0o777 == 0o700
+    assert cache_home({"HOME": ""}) == folder  # one per process

@@ -27,3 +27,13 @@ def test_empty_shapes_give_plain_arrays(any_compute):
     for shape in ((0,), (3, 0)):
         array = pinned_empty(any_compute, shape, np.int32)
         assert array.shape == shape and array.dtype == np.int32
+
+
+def test_plain_memory_where_the_driver_gives_none(any_compute, monkeypatch):
+    def refused(*args, **kwargs):
+        raise cl.MemoryError("clCreateBuffer", cl.status_code.MEM_OBJECT_ALLOCATION_FAILURE,
+                             "no pinned memory")
+
+    monkeypatch.setattr(cl, "Buffer", refused)
+    array = pinned_empty(any_compute, (4, 3), np.int32)
+    assert array.shape == (4, 3) and array.dtype == np.int32 and array.base is None
