@@ -185,8 +185,7 @@ def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower",
         raise InputError(f"origin must be 'lower' or 'upper', got {origin!r}")
     if renderer not in RENDERERS:
         raise InputError(f"renderer must be one of {', '.join(RENDERERS)}, got {renderer!r}")
-    host = "matplotlib" if have_matplotlib() else "numpy"
-    if renderer == "matplotlib" and host != "matplotlib":
+    if renderer == "matplotlib" and not have_matplotlib():
         raise InputError("matplotlib is not installed: pip install 'oclsci[plot]', or use the "
                          "numpy or device renderer")
     if renderer == "device" and compute is None:
@@ -200,9 +199,9 @@ def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower",
             if renderer == "device":
                 raise
             warnings.warn(f"colouring on the device failed ({first_line(error)}); "
-                          f"colouring with {host} instead", RuntimeWarning, stacklevel=2)
-    if renderer in ("auto", "device"):
-        renderer = host
+                          "colouring on the host instead", RuntimeWarning, stacklevel=2)
+    if renderer == "auto":  # importing matplotlib costs about 0.2 s: only when it colours
+        renderer = "matplotlib" if have_matplotlib() else "numpy"
     data = smooth[::-1] if origin == "lower" else smooth
     rgb = shade_matplotlib(data) if renderer == "matplotlib" else shade_numpy(data)
     return np.clip(np.round(rgb * 255.0), 0, 255).astype(np.uint8)

@@ -263,6 +263,23 @@ def test_device_renderer_needs_a_context_and_auto_uses_it(any_compute):
                           shade(smooth, renderer="device", compute=any_compute))
 
 
+def test_auto_colours_on_the_host_when_the_device_cannot(any_compute, monkeypatch):
+    from oclsci.errors import DeviceError
+    from oclsci.mandelbrot import device_shading
+    from oclsci.mandelbrot.shading import shade
+
+    def refused(*args):
+        raise DeviceError("colouring on device 0:0: out of resources")
+
+    monkeypatch.setattr(device_shading, "shade_on_device", refused)
+    smooth = _colour_grids()["noise"]
+    with pytest.warns(RuntimeWarning, match="out of resources"):
+        picture = shade(smooth, renderer="auto", compute=any_compute)
+    assert np.array_equal(picture, shade(smooth))  # as the host colours it
+    with pytest.raises(DeviceError):
+        shade(smooth, renderer="device", compute=any_compute)
+
+
 def test_matplotlib_and_numpy_colouring_agree():
     pytest.importorskip("matplotlib")
     from oclsci.mandelbrot import shading as render
