@@ -109,13 +109,10 @@ class JacobiSolver:
         # Upload B and two copies of X (ping-pong) in the padded layout, from host memory
         # (buffers that device-side fills and copies initialise read as uninitialised under
         # Oclgrind, which checks every kernel in CI).
-        flags = cl.mem_flags
-        ctx = compute.context
         padded_rhs = self._padded(rhs)
         x_start = padded_rhs if x0 is None else self._padded(x0)
-        self.rhs_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=padded_rhs)
-        self.x_buffers = [cl.Buffer(ctx, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=x_start)
-                          for _ in range(2)]
+        self.rhs_buffer = self._upload(padded_rhs, cl.mem_flags.READ_ONLY)
+        self.x_buffers = [self._upload(x_start, cl.mem_flags.READ_WRITE) for _ in range(2)]
         self.current = 0
         self._rhs_sums_of_squares: dict[tuple[int, int], float] = {}
         # A chosen (not given) configuration that the built kernel cannot run with gives way
@@ -140,6 +137,12 @@ class JacobiSolver:
         padded = np.zeros((self.m + 2, self.row_stride), dtype=self.dtype)
         padded[1:-1, 1:self.n + 1] = interior
         return padded
+
+    def _upload(self, padded: np.ndarray, flags: int) -> Any:
+        """A device buffer holding ``padded``, written from host memory by a blocking copy."""
+        buffer = cl.Buffer(self.compute.context, flags, padded.nbytes)
+        cl.enqueue_copy(self.compute.queue, buffer, padded)
+        return buffer
 
     def _build_kernels(self) -> None:
         config, spec = self.config, self.config.spec
