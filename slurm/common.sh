@@ -288,7 +288,9 @@ oclsci_job_options() {
             Features) echo "--constraint=$v" ;;
             ReqNodeList) echo "--nodelist=$v" ;;
             ExcNodeList) echo "--exclude=$v" ;;
-            NumNodes) echo "--nodes=$v" ;;
+            # A completing job's NumNodes counts only the nodes not yet released (one of two,
+            # at a time limit, had been: "Requested node configuration is not available").
+            NumNodes) echo "--nodes=${SLURM_JOB_NUM_NODES:-$v}" ;;
             NumTasks) echo "--ntasks=$v" ;;
             CPUs/Task) echo "--cpus-per-task=$v" ;;
             NtasksPerN:B:S:C) n=${v%%:*}; [ "$n" != 0 ] && echo "--ntasks-per-node=$n" ;;

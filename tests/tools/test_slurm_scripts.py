@@ -18,7 +18,7 @@ STUBS = {
     "srun": 'echo "$*" >> "$STUB_LOG.srun"; exit "${STUB_SRUN_RC:-0}"\n',
     # scontrol -o show job ID: one line of fields, as Slurm prints them.
     "scontrol": 'echo "JobId=$STUB_JOB JobName=case JobState=$STUB_STATE Reason=$STUB_REASON '
-                'TimeLimit=00:10:00 NumNodes=1 NumTasks=1 Partition=debug '
+                'TimeLimit=00:10:00 NumNodes=${STUB_NODES:-1} NumTasks=1 Partition=debug '
                 'Command=$STUB_SCRIPT WorkDir=$STUB_DIR StdOut=$STUB_DIR/log.out"\n',
     "squeue": 'echo case\n',
     # sbatch: record the options, answer with a job id.
@@ -39,7 +39,7 @@ def stubbed(tmp_path):
 
 
 def _run_jacobi_step(tmp_path, bin_dir, *, srun_rc: int, state: str, reason: str,
-                     checkpoint: bool) -> tuple[int, str, str]:
+                     checkpoint: bool, extra_env: dict | None = None) -> tuple[int, str, str]:
     """Source slurm/common.sh in a job's environment and call oclsci_jacobi; return its exit
     status, its log and the sbatch calls made."""
     ckpt = tmp_path / "out.ckpt.npz"
@@ -53,6 +53,7 @@ def _run_jacobi_step(tmp_path, bin_dir, *, srun_rc: int, state: str, reason: str
         "STUB_LOG": str(tmp_path / "calls"), "STUB_SRUN_RC": str(srun_rc), "STUB_JOB": "42",
         "STUB_STATE": state, "STUB_REASON": reason, "STUB_DIR": str(tmp_path),
         "STUB_SCRIPT": str(REPO_ROOT / "slurm" / "jacobi.sbatch"),
+        **(extra_env or {}),
     }
     script = f'. "{REPO_ROOT}/slurm/common.sh" && oclsci_setup && oclsci_jacobi --ntasks=1'
     done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
@@ -86,3 +87,14 @@ def test_does_not_resume(stubbed, tmp_path, srun_rc, state, reason, checkpoint):
                                        reason=reason, checkpoint=checkpoint)
     assert rc != 0, log
     assert sbatch == "" and "resubmitted" not in log, log
+
+
+def test_resubmits_as_many_nodes_as_the_job_had(stubbed, tmp_path):
+    """At the time limit one node of a two-node job may be released before the batch shell
+    asks: `scontrol show job` then says NumNodes=1, and 1 node for 2 tasks of one per node is
+    a request Slurm refuses. The continuation asks for the allocation's node count."""
+    rc, log, sbatch = _run_jacobi_step(
+        tmp_path, stubbed, srun_rc=75, state="COMPLETING", reason="TimeLimit", checkpoint=True,
+        extra_env={"SLURM_JOB_NUM_NODES": "2", "STUB_NODES": "1"})
+    assert rc == 0, log
+    assert "--nodes=2" in sbatch and "--nodes=1" not in sbatch, sbatch
