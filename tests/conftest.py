@@ -58,6 +58,21 @@ def tool_missing(reason: str) -> None:
     pytest.skip(reason)
 
 
+def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str,
+                          code: int | None = None) -> None:
+    """A failed command: exit ``code`` (any non-zero one by default) and a single
+    ``oclsci: error:`` line on stderr holding every fragment, no traceback."""
+    if code is None:
+        assert result.returncode != 0, (result.returncode, result.stderr)
+    else:
+        assert result.returncode == code, (result.returncode, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oclsci: error:"), result.stderr
+    assert "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
 def cli_command(*args, launcher: Sequence[str] = ()) -> list[str]:
     """The argv of ``python -m oclsci ARGS`` (after ``launcher``, e.g. ``mpiexec -n 2``)."""
     return [*map(str, launcher), sys.executable, "-m", "oclsci", *map(str, args)]

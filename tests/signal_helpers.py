@@ -7,6 +7,7 @@ a slow or a loaded machine. Timeouts only turn a hang into a failure.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import time
@@ -77,3 +78,19 @@ def finish(process: subprocess.Popen, timeout: float = HANG) -> tuple[int, str]:
     """Wait for the process; return (exit code, stderr)."""
     _, stderr = process.communicate(timeout=timeout)
     return process.returncode, stderr
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int, what: str):
+    """Fail (instead of hanging the suite) when the body, run in the main thread, is still
+    running after ``seconds`` (SIGALRM): a limit against hangs, far above any real duration."""
+    def expire(signum, frame):
+        raise AssertionError(f"{what} did not return within {seconds} s (hang?)")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

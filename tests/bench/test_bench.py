@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from conftest import DEVICE_SPECS, REPO_ROOT, run_cli, start_cli
+from conftest import DEVICE_SPECS, REPO_ROOT, assert_one_line_error, run_cli, start_cli
 
 from oclsci.bench import Timing, run_bench, schema, to_markdown, validate
 from oclsci.bench.core import Progress
@@ -28,15 +28,6 @@ DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
 # `oclsci bench --quick` must finish in under a minute on a 2-core PoCL CPU; allow for a
 # loaded CI machine.
 QUICK_LIMIT_S = 90
-
-
-def assert_one_line_error(result, *fragments):
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("oclsci: error:") and "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ Every test here failed on the main branch before the fixes (findings 7-12, 14, 1
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
@@ -17,8 +16,9 @@ import zlib
 
 import numpy as np
 import pytest
-from conftest import REPO_ROOT, run_cli, start_cli
+from conftest import REPO_ROOT, assert_one_line_error, run_cli, start_cli
 from PIL import Image
+from signal_helpers import time_limit
 
 from oclsci.errors import (
     EXIT_NO_PLATFORM,
@@ -32,15 +32,6 @@ from oclsci.io import read_array
 from oclsci.jacobi.reference import jacobi_numpy
 
 README = REPO_ROOT / "README.md"
-
-
-def assert_one_line_error(result, code, *fragments):
-    """Exit ``code`` with one ``oclsci: error:`` line holding every fragment, no traceback."""
-    assert result.returncode == code, (result.returncode, result.stderr)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("oclsci: error:"), result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
 
 
 @pytest.fixture
@@ -65,7 +56,7 @@ def test_resume_goes_on_in_the_checkpoints_dtype(rhs_file, tmp_path):
     np.testing.assert_array_equal(x, jacobi_numpy(rhs, 90, dtype=np.float64))
     contradicting = run_cli("jacobi", "--resume", "c.npz", "-n", 90, "--dtype", "float32",
                             "-o", "y.npy", cwd=tmp_path)
-    assert_one_line_error(contradicting, 1, "--dtype float32", "c.npz", "float64")
+    assert_one_line_error(contradicting, "--dtype float32", "c.npz", "float64", code=1)
     assert not (tmp_path / "y.npy").exists()
 
 
@@ -75,7 +66,7 @@ def test_resume_refuses_fewer_iterations_than_done(rhs_file, tmp_path):
     assert run_cli("jacobi", path, "-n", 30, "--checkpoint", "c.npz", "-q",
                    cwd=tmp_path).returncode == 0
     result = run_cli("jacobi", "--resume", "c.npz", "-n", 10, "-o", "x.npy", cwd=tmp_path)
-    assert_one_line_error(result, 1, "c.npz", "iteration 30", "--iterations 10")
+    assert_one_line_error(result, "c.npz", "iteration 30", "--iterations 10", code=1)
     assert not (tmp_path / "x.npy").exists()
 
 
@@ -89,9 +80,9 @@ def test_absurd_iteration_counts_are_refused(rhs_file, tmp_path):
     with pytest.raises(InputError, match="out of range"):
         load_checkpoint(tmp_path / "c.npz")
     result = run_cli("jacobi", "--resume", "c.npz", "-n", 2**53, "-o", "x.npy", cwd=tmp_path)
-    assert_one_line_error(result, 1, "c.npz", "out of range")
+    assert_one_line_error(result, "c.npz", "out of range", code=1)
     result = run_cli("jacobi", path, "-n", 2**62, "-o", "x.npy", cwd=tmp_path)
-    assert_one_line_error(result, 1, "--iterations")
+    assert_one_line_error(result, "--iterations", code=1)
     assert not (tmp_path / "x.npy").exists()
 
 
@@ -175,7 +166,7 @@ def test_damaged_pgm_is_one_line_error(tmp_path):
 def test_values_beyond_the_dtype_are_refused_before_computing(tmp_path):
     np.save(tmp_path / "big.npy", np.full((5, 4), 1e300))
     result = run_cli("jacobi", "big.npy", "-n", 10, "-o", "x.npy", cwd=tmp_path)
-    assert_one_line_error(result, 1, "big.npy", "float32")
+    assert_one_line_error(result, "big.npy", "float32", code=1)
     assert "device" not in result.stderr  # refused before choosing a device
     assert not (tmp_path / "x.npy").exists()
 
@@ -184,11 +175,11 @@ def test_overflowing_results_write_nothing(tmp_path):
     np.save(tmp_path / "b38.npy", np.full((5, 4), 3e38, dtype=np.float32))
     result = run_cli("jacobi", "b38.npy", "-n", 100, "-o", "x.npy", "--checkpoint", "c.npz",
                      "-q", cwd=tmp_path)
-    assert_one_line_error(result, 1, "NaN or infinite", "float32")
+    assert_one_line_error(result, "NaN or infinite", "float32", code=1)
     assert not (tmp_path / "x.npy").exists() and not (tmp_path / "c.npz").exists()
     np.save(tmp_path / "huge.npy", np.full((5, 4), 1.5e308))
     result = run_cli("laplacian", "huge.npy", "-o", "l.npy", cwd=tmp_path)
-    assert_one_line_error(result, 1, "Laplacian", "float64")
+    assert_one_line_error(result, "Laplacian", "float64", code=1)
     assert "RuntimeWarning" not in result.stderr and not (tmp_path / "l.npy").exists()
 
 
@@ -197,7 +188,7 @@ def test_mandelbrot_refuses_windows_that_overflow(tmp_path):
     for dtype in ("float32", "float64"):
         result = run_cli("mandelbrot", "--xmin", "-1e300", "--xmax", "1e300", "--dtype", dtype,
                          "-o", "m.png", "--counts", "c.npy", cwd=tmp_path)
-        assert_one_line_error(result, 1, "xmin", dtype)
+        assert_one_line_error(result, "xmin", dtype, code=1)
     assert not list(tmp_path.iterdir())
 
 
@@ -227,8 +218,8 @@ def test_exit_code_table_is_the_one_tested():
 
 def test_exit_0_and_1(rhs_file, tmp_path):
     assert run_cli("jacobi", "b.npy", "-n", 3, "-o", "x.npy", "-q", cwd=tmp_path).returncode == 0
-    assert_one_line_error(run_cli("jacobi", "missing.npy", "-n", 3, cwd=tmp_path), 1,
-                          "missing.npy")
+    assert_one_line_error(run_cli("jacobi", "missing.npy", "-n", 3, cwd=tmp_path),
+                          "missing.npy", code=1)
 
 
 @pytest.mark.slow
@@ -244,7 +235,7 @@ def test_exit_0_and_1(rhs_file, tmp_path):
 def test_exit_2_for_usage_errors(rhs_file, tmp_path, args):
     (tmp_path / "folder").mkdir()
     result = run_cli(*args, cwd=tmp_path)
-    assert_one_line_error(result, EXIT_USAGE)
+    assert_one_line_error(result, code=EXIT_USAGE)
 
 
 def test_exit_69_without_a_usable_device(tmp_path):
@@ -258,11 +249,11 @@ def test_exit_69_without_a_usable_device(tmp_path):
         assert "no usable device" in devices.stdout and "a-file" in devices.stdout
         result = run_cli("jacobi", "-n", 1, "--device", "portable", "-o", "x.npy", cwd=tmp_path,
                          env=env)
-        assert_one_line_error(result, 1, "no usable device", "a-file", "POCL_CACHE_DIR")
+        assert_one_line_error(result, "no usable device", "a-file", "POCL_CACHE_DIR", code=1)
     else:
-        assert_one_line_error(devices, EXIT_NO_PLATFORM, "a-file", "POCL_CACHE_DIR")
+        assert_one_line_error(devices, "a-file", "POCL_CACHE_DIR", code=EXIT_NO_PLATFORM)
         result = run_cli("jacobi", "-n", 1, "-o", "x.npy", cwd=tmp_path, env=env)
-        assert_one_line_error(result, EXIT_NO_PLATFORM, "a-file", "not usable")
+        assert_one_line_error(result, "a-file", "not usable", code=EXIT_NO_PLATFORM)
     assert not (tmp_path / "x.npy").exists()
 
 
@@ -358,7 +349,7 @@ def test_outputs_are_checked_before_computing(rhs_file, tmp_path, args, fragment
     (tmp_path / "folder.png").mkdir()
     result = run_cli(*args, "--width", 10, "--height", 10, cwd=tmp_path) \
         if args[0] == "mandelbrot" else run_cli(*args, "-n", 5, cwd=tmp_path)
-    assert_one_line_error(result, 1, fragment)
+    assert_one_line_error(result, fragment, code=1)
     assert "device" not in result.stderr  # nothing computed, no device even chosen
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.npy", "folder.png"]
 
@@ -422,29 +413,10 @@ def test_api_arguments_get_typed_one_line_errors(any_compute, kwargs, error, fra
 
     rhs = np.random.default_rng(5).standard_normal((8, 6))
     arguments = {"iterations": 10, "device": any_compute, **kwargs}
-    with time_limit(120), pytest.raises(error, match=fragment) as raised:
+    with time_limit(120, "jacobi()"), pytest.raises(error, match=fragment) as raised:
         jacobi(rhs, **arguments)
     assert isinstance(raised.value, ValueError if error is InvalidArgumentError else TypeError)
     assert "\n" not in str(raised.value)
-
-
-class TimeLimit(Exception):
-    """A call ran past its (generous) limit: before the fix, iterations=1.5 never returned."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int):
-    """Raise :class:`TimeLimit` in the main thread after ``seconds`` (SIGALRM)."""
-    def expire(signum, frame):
-        raise TimeLimit(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # -- 18: device variables named in errors ---------------------------------------------------
@@ -455,7 +427,7 @@ def test_bad_device_variable_is_named(tmp_path, variable):
     env = {k: v for k, v in os.environ.items() if k not in ("PYOPENCL_CTX", "PYOPENCL_TEST")}
     env[variable] = "no-such-platform"
     result = run_cli("jacobi", "-n", 1, "-o", "x.npy", cwd=tmp_path, env=env)
-    assert_one_line_error(result, 1, f"{variable} 'no-such-platform'")
+    assert_one_line_error(result, f"{variable} 'no-such-platform'", code=1)
 
 
 @pytest.mark.parametrize(("error", "plain", "typed"), [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli, start_cli
+from conftest import assert_one_line_error, run_cli, start_cli
 from PIL import Image
 from signal_helpers import finish, wait_until_computing
 
@@ -19,15 +19,6 @@ from oclsci.jacobi.reference import jacobi_numpy, laplacian
 def oclsci(*args, check=True, **kwargs):
     """Run the CLI; with ``check`` a non-zero exit fails the test (stderr in the message)."""
     return run_cli(*args, check_exit=0 if check else None, **kwargs)
-
-
-def assert_one_line_error(result, *fragments):
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("oclsci: error:") and "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 @pytest.fixture

@@ -9,11 +9,9 @@ out.npy` in a subprocess on a fixed corpus of broken files and on a few random o
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
-import signal
 import struct
 import warnings
 from pathlib import Path
@@ -24,6 +22,7 @@ from conftest import run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
+from signal_helpers import time_limit
 
 from oclsci.errors import InputError, OclsciWarning
 from oclsci.io import read_array
@@ -103,21 +102,6 @@ def mutated(draw, seeds: list[bytes]):
             chunk = draw(st.binary(min_size=1, max_size=8))
             data[position:position + len(chunk)] = chunk
     return bytes(data)
-
-
-@contextlib.contextmanager
-def time_limit(seconds: int, what: str):
-    """Fail (instead of hanging the suite) when the body runs longer than ``seconds``."""
-    def expire(signum, frame):
-        raise AssertionError(f"{what} did not return within {seconds} s (hang?)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # Exceptions that readers still let through, as (type name, message fragment): the fuzzers
