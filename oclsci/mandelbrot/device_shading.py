@@ -11,8 +11,6 @@ largest finite value that stands for an infinite count) the NumPy port colours i
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyopencl as cl
 
@@ -86,17 +84,7 @@ def _shade(compute: ComputeContext, smooth: np.ndarray, origin: str) -> np.ndarr
     colour.set_args(smooth_buffer, *geometry, vmin, vmax, imin, imax, table, rgb_buffer)
     local = COLOUR_LOCAL_SIZE
     global_size = (-(-cols // local[0]) * local[0], -(-rows // local[1]) * local[1])
-    cl.enqueue_nd_range_kernel(queue, colour, global_size, _fitted(compute, colour, local))
+    local = programs.fitted_local_size(compute, colour, local)
+    cl.enqueue_nd_range_kernel(queue, colour, global_size, local)
     cl.enqueue_copy(queue, rgb, rgb_buffer)
     return rgb
-
-
-def _fitted(compute: ComputeContext, kernel: Any, local: tuple[int, int]) -> tuple[int, int]:
-    """``local``, halved along rows while the built kernel cannot take that many work-items."""
-    limit = programs.kernel_work_group_size(compute, kernel)
-    width, height = local
-    while width * height > limit and height > 1:
-        height //= 2
-    while width * height > limit and width > 1:
-        width //= 2
-    return width, height

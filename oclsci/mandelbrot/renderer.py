@@ -293,13 +293,9 @@ class MandelbrotRenderer:
     def _fitted_local_size(self, kernel: Any) -> tuple[int, int] | None:
         """GPU_LOCAL_SIZE, halved (rows first) while the built kernel allows fewer work-items
         (CL_KERNEL_WORK_GROUP_SIZE); the global size stays a multiple of it."""
-        local = self.local_size
-        if local is None:
+        if self.local_size is None:
             return None
-        limit = programs.kernel_work_group_size(self.compute, kernel)
-        while local[0] * local[1] > limit and max(local) > 1:
-            local = (local[0], local[1] // 2) if local[1] > 1 else (local[0] // 2, 1)
-        return local
+        return programs.fitted_local_size(self.compute, kernel, self.local_size)
 
     def run(self, want_z: bool = False, want_smooth: bool = True) -> MandelbrotResult:
         """Compute the image (or band); copy back the counts and the arrays asked for.

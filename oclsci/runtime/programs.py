@@ -265,3 +265,13 @@ def kernel_work_group_size(compute: Any, kernel: Any) -> int:
         # with 512 and 1024 work-items and right results: its limit is the device's.
         return int(compute.device.max_work_group_size)
     return int(kernel.get_work_group_info(info.WORK_GROUP_SIZE, compute.device))
+
+
+def fitted_local_size(compute: Any, kernel: Any, local: tuple[int, int]) -> tuple[int, int]:
+    """A 2-D work-group shape ``local``, halved (rows first) while the built kernel allows
+    fewer work-items (:func:`kernel_work_group_size`); a global size that is a multiple of
+    ``local`` stays a multiple of the result."""
+    limit = kernel_work_group_size(compute, kernel)
+    while local[0] * local[1] > limit and max(local) > 1:
+        local = (local[0], local[1] // 2) if local[1] > 1 else (local[0] // 2, 1)
+    return local
