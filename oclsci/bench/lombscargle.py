@@ -26,7 +26,7 @@ import pyopencl as cl
 from oclsci.bench.core import Case, Check, Timing, host_timed
 from oclsci.runtime import programs
 from oclsci.runtime.timing import timed
-from oclsci.signal import VARIANTS, Periodogram, float32_bound, lombscargle_numpy
+from oclsci.signal import VARIANTS, Periodogram, auto_variant, float32_bound, lombscargle_numpy
 
 SEED_CASE = (2**10, 2**20)
 QUICK_CASE = (2**10, 2**14)
@@ -99,7 +99,7 @@ class OpenclLombScargle:
         self.variant, self.fast_math = variant, fast_math
         self.name = variant + ("+fast-math" if fast_math else "")
         if variant == "auto":
-            kept = "vector" if compute.is_cpu else "stride"
+            kept = auto_variant(compute, dtype)
             self.base = f"auto (here `{kept}`)"
         else:
             config = VARIANTS[variant]

@@ -10,10 +10,11 @@ from oclsci.signal.lombscargle import (
            DEFAULT_VARIANT,
            VARIANTS,
            Periodogram,
+           auto_variant,
            float32_bound,
            lombscargle,
 )
 from oclsci.signal.reference import lombscargle_numpy
 
-__all__ = ["DEFAULT_VARIANT", "VARIANTS", "float32_bound", "Periodogram", "lombscargle",
-           "lombscargle_numpy"]
+__all__ = ["DEFAULT_VARIANT", "VARIANTS", "auto_variant", "float32_bound", "Periodogram",
+           "lombscargle", "lombscargle_numpy"]

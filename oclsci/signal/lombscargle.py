@@ -37,8 +37,7 @@ VARIANTS = {
     "stride": {"typed": True, "local_size": 128, "stride": True, "vector_width": 1},
     "vector": {"typed": True, "local_size": 0, "stride": False, "vector_width": 0},
 }
-# "auto": "vector" on CPUs (PoCL's vector sincos), "stride" elsewhere (measured:
-# docs/lombscargle.md).
+# "auto": see auto_variant (measured: docs/lombscargle.md).
 DEFAULT_VARIANT = "auto"
 CPU_MAX_VECTOR_WIDTH = {"float32": 8, "float64": 4}
 # Work-groups per compute unit of the grid-stride kernel (the seed: 20 blocks per SM).
@@ -104,6 +103,22 @@ def vector_width(compute: ComputeContext, dtype: np.dtype) -> int:
     return min(max(preferred, low), CPU_MAX_VECTOR_WIDTH[np.dtype(dtype).name])
 
 
+def auto_variant(compute: ComputeContext, dtype: Any) -> str:
+    """The variant "auto" means on ``compute``: "vector" on CPUs that prefer vectors of
+    ``dtype`` (PoCL: its vector sincos), "bounded" on CPUs that prefer scalars (Intel's
+    runtime, which vectorises across work-items itself and ran "vector" 2-3x slower),
+    "stride" on GPUs."""
+    if not compute.is_cpu:
+        return "stride"
+    try:
+        preferred = int(compute.device.preferred_vector_width_float
+                        if np.dtype(dtype) == np.float32
+                        else compute.device.preferred_vector_width_double)
+    except cl.Error:
+        preferred = 1
+    return "vector" if preferred > 1 else "bounded"
+
+
 def float32_bound(x: Any, freqs: Any, fast_math: bool = False) -> float:
     """Bound on ``max|p - p_scipy| / max(p_scipy)`` of a float32 (or fast-math) periodogram.
 
@@ -144,7 +159,7 @@ class Periodogram:
         self.compute = compute
         self.dtype = compute.check_dtype(resolve_dtype(dtype, x, y, freqs))
         if variant == "auto":
-            variant = "vector" if compute.is_cpu else "stride"
+            variant = auto_variant(compute, self.dtype)
         if variant not in VARIANTS:
             raise InputError(f"unknown variant {variant!r}; choose auto, {', '.join(VARIANTS)}")
         self.normalize = resolve_normalize(normalize)

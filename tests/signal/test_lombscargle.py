@@ -17,7 +17,7 @@ from conftest import DEVICE_SPECS, run_cli, start_cli, tool_missing
 from mpi_launch import assert_ok, mpi_missing, run_oclsci
 
 from oclsci.errors import InputError
-from oclsci.signal import VARIANTS, Periodogram, lombscargle, lombscargle_numpy
+from oclsci.signal import VARIANTS, Periodogram, auto_variant, lombscargle, lombscargle_numpy
 from oclsci.signal.lombscargle import float32_bound
 
 scipy_signal = pytest.importorskip("scipy.signal")
@@ -100,6 +100,22 @@ def test_fast_math_within_its_stated_bound(compute, dtype):
     assert result.dtype == np.dtype(dtype)
     error = np.max(np.abs(result - expected)) / np.max(expected)
     assert error <= float32_bound(x, freqs, fast_math=True), error
+
+
+@pytest.mark.parametrize("is_cpu, float_width, double_width, expected", [
+    (True, 8, 4, ("vector", "vector")),     # PoCL: its vector sincos
+    (True, 1, 1, ("bounded", "bounded")),   # Intel's CPU runtime vectorises work-items itself
+    (True, 4, 0, ("vector", "bounded")),    # no preferred double vectors
+    (False, 1, 1, ("stride", "stride")),    # GPUs
+])
+def test_auto_variant_follows_the_preferred_vector_width(is_cpu, float_width, double_width,
+                                                         expected):
+    from types import SimpleNamespace
+    device = SimpleNamespace(preferred_vector_width_float=float_width,
+                             preferred_vector_width_double=double_width)
+    compute = SimpleNamespace(is_cpu=is_cpu, device=device)
+    assert (auto_variant(compute, np.float32), auto_variant(compute, np.float64)) == expected
+    assert set(expected) <= set(VARIANTS)
 
 
 def test_repeated_times_constant_y_and_zero_frequency(any_compute):
