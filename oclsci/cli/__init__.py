@@ -23,6 +23,7 @@ COMMANDS = {
     "devices": "oclsci.cli.devices",
     "jacobi": "oclsci.cli.jacobi",
     "laplacian": "oclsci.cli.jacobi",
+    "poisson": "oclsci.cli.poisson",
     "mandelbrot": "oclsci.cli.mandelbrot",
     "lombscargle": "oclsci.cli.lombscargle",
     "elementwise": "oclsci.cli.elementwise",

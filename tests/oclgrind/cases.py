@@ -1,7 +1,8 @@
 """The case catalogue: every kernel launch that oclsci can make, on tiny grids.
 
 :func:`all_cases`: the Jacobi kernels (:mod:`oclgrind.jacobi`), the residual reduction, the
-tuner's comparison, Mandelbrot, Lomb-Scargle and every elementwise operation;
+tuner's comparison, Mandelbrot, Lomb-Scargle, the multigrid Poisson solver and every
+elementwise operation;
 :func:`canary_cases`: broken kernels that Oclgrind must report.
 """
 
@@ -130,6 +131,25 @@ def lombscargle_cases() -> list[dict]:
     return cases
 
 
+def poisson_cases() -> list[dict]:
+    """The multigrid kernels through the solver: V and F cycles, both smoothers, CG (which
+    adds mg_apply, mg_dot and mg_axpby), both precisions, on grids of one cell, one row, one
+    level below the coarsest and several levels."""
+    if not _importable("oclsci.poisson", "solve"):
+        return []
+    cases = []
+    for dtype in ("float32", "float64"):
+        for method, kind, smoother in (("multigrid", "V", "rbgs"), ("multigrid", "F", "rbgs"),
+                                       ("multigrid", "V", "jacobi"), ("cg", "V", "rbgs")):
+            for shape in ((1, 1), (1, 70), (9, 9), (17, 40)):
+                cases.append({"id": make_id("poisson", method, kind, smoother, dtype,
+                                            f"{shape[0]}x{shape[1]}"),
+                              "kind": "poisson", "method": method, "cycle": kind,
+                              "smoother": smoother, "dtype": dtype, "shape": shape,
+                              "cost": 40 * shape[0] * shape[1]})
+    return cases
+
+
 # Sizes of elementwise arrays: one element, less than a work-group, full groups and a tail.
 ELEMENTWISE_SIZES = (1, 300)
 
@@ -196,4 +216,4 @@ def canary_cases() -> list[dict]:
 def all_cases() -> list[dict]:
     """Every case: each kernel oclsci ships (see the generators above)."""
     return (jacobi_cases() + residual_cases() + compare_cases() + mandelbrot_cases()
-            + shading_cases() + elementwise_cases() + lombscargle_cases())
+            + shading_cases() + elementwise_cases() + lombscargle_cases() + poisson_cases())

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from oclgrind.cases import all_cases
-from oclgrind.checks import RUNNERS, Unsupported
+from oclgrind.checks import RUNNERS, Unsupported, preallocate_poisson
 from oclgrind.driver import BEGIN, END, SUPPRESSED, reports_in, run_cases
 from oclgrind.jacobi_checks import preallocate
 
@@ -83,6 +83,7 @@ def runner_main(job_path: str, log_path: str | None = None) -> int:
         if "oclgrind" not in compute.platform.name.lower():
             setup.append(f"device {compute.spec} ({compute.platform.name}) is not Oclgrind's")
         preallocate(compute, cases)
+        preallocate_poisson(compute, cases)
         setup += reports_in(capture.take())
         print(json.dumps({"setup_reports": setup, "device": compute.name}), flush=True)
         failures = len(setup)

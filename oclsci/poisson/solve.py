@@ -1,0 +1,272 @@
+"""``oclsci.poisson.solve``: the 5-point Poisson problem of ``oclsci jacobi`` to a tolerance.
+
+Three methods on one device, each from zero until ``||B - L x|| / ||B|| < tol``:
+
+- ``multigrid`` (default): cycles of :class:`~oclsci.poisson.multigrid.Multigrid`;
+- ``cg``: conjugate gradients preconditioned by one cycle (the flexible form, Polak-Ribiere
+  beta, since red-black smoothing in the same order before and after is not symmetric);
+- ``jacobi``: the talk's method (:mod:`oclsci.jacobi`), one "cycle" being
+  :data:`JACOBI_STEPS_PER_CYCLE` steps, for comparison.
+
+The residual is measured after every cycle (one synchronisation each) and kept as the history.
+A run stops when it meets ``tol``, after ``max_cycles``, when the residual stalls (multigrid
+and CG: the dtype's accuracy floor, less than a :data:`STALL_FACTOR` reduction over
+:data:`STALL_CYCLES` cycles),
+or when ``should_stop()`` answers true (:class:`~oclsci.errors.Interrupted`; a
+:class:`~oclsci.runtime.signals.StopFlag` made with ``raising=True`` raises its own exit).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyopencl as cl
+
+from oclsci.errors import InputError, Interrupted
+from oclsci.jacobi.checks import check_dtype, check_fits, validate_grid
+from oclsci.poisson.multigrid import POLL_INSIDE_CELLS, Multigrid, check_cycle
+from oclsci.runtime.device import ComputeContext, as_compute_context
+
+METHODS = ("multigrid", "cg", "jacobi")
+DEFAULT_TOL = 1e-6
+DEFAULT_MAX_CYCLES = 100
+JACOBI_STEPS_PER_CYCLE = 1000
+STALL_CYCLES, STALL_FACTOR = 3, 0.5
+
+
+@dataclass
+class PoissonResult:
+    """A finished solve: the solution and how it got there."""
+
+    x: np.ndarray
+    residuals: list[float]  # relative residual before the first cycle and after each
+    method: str
+    converged: bool
+    stalled: bool
+    device_seconds: float
+    wall_seconds: float
+    timing_source: str
+    description: str
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def cycles(self) -> int:
+        """Cycles run (CG: iterations; jacobi: blocks of JACOBI_STEPS_PER_CYCLE steps)."""
+        return len(self.residuals) - 1
+
+    @property
+    def residual(self) -> float:
+        """The final relative residual."""
+        return self.residuals[-1]
+
+    def rate(self) -> float:
+        """Mean reduction of the residual per cycle (geometric mean; NaN without cycles)."""
+        first, last = self.residuals[0], self.residuals[-1]
+        if self.cycles == 0 or first <= 0 or last <= 0:
+            return math.nan
+        return (last / first) ** (1.0 / self.cycles)
+
+
+def check_options(tol: float, max_cycles: int, method: str, cycle: str = "V", pre: int = 2,
+                  post: int = 2, smoother: str = "rbgs") -> None:
+    """Refuse options that :func:`solve` cannot use, with a one-line :class:`InputError`."""
+    if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
+        raise InputError(f"tol must be a positive number, got {tol!r}")
+    if not (isinstance(max_cycles, (int, np.integer)) and max_cycles >= 1):
+        raise InputError(f"max_cycles must be a whole number >= 1, got {max_cycles!r}")
+    if method not in METHODS:
+        raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    check_cycle(cycle, pre, post, smoother)
+
+
+class _Progress:
+    """The residual history and the stopping rules shared by the methods."""
+
+    def __init__(self, tol: float, max_cycles: int, should_stop: Callable[[], Any] | None,
+                 detect_stall: bool = True):
+        self.tol, self.max_cycles, self.should_stop = tol, max_cycles, should_stop
+        self.detect_stall = detect_stall
+        self.history: list[float] = []
+        self.converged = self.stalled = False
+
+    def record(self, relative: float) -> bool:
+        """Add a residual; True when the solve should go on."""
+        self.history.append(relative)
+        if not math.isfinite(relative):
+            raise InputError(f"the residual became {relative} after {len(self.history) - 1} "
+                             "cycles: the values overflow the dtype")
+        if relative < self.tol:
+            self.converged = True
+            return False
+        cycles = len(self.history) - 1
+        if self.detect_stall and cycles >= STALL_CYCLES and \
+                relative > STALL_FACTOR * self.history[-1 - STALL_CYCLES]:
+            self.stalled = True
+            return False
+        if self.should_stop is not None:
+            stop = self.should_stop()
+            if stop:
+                code = 128 + stop if type(stop) is int else 1
+                raise Interrupted(f"stopped by a signal after {cycles} cycles; no output "
+                                  "written", exit_code=code)
+        return cycles < self.max_cycles
+
+
+def _multigrid(mg: Multigrid, f: Any, u: Any, work: list, count: int, scale: float,
+               progress: _Progress) -> None:
+    r = work[0]
+    mg.residual(r, u, f)
+    while progress.record(math.sqrt(mg.dot(r, r, count)) / scale):
+        mg.cycle(u, f)
+        mg.residual(r, u, f)
+
+
+def _cg(mg: Multigrid, f: Any, x: Any, work: list, count: int, scale: float,
+        progress: _Progress) -> None:
+    r, r_old, z, p, q = work
+    mg.axpby(r, 1.0, f, 0.0, f, count)  # x = 0: r = f
+    if not progress.record(math.sqrt(mg.dot(r, r, count)) / scale):
+        return
+    mg.zero(z, count)
+    mg.cycle(z, r)
+    mg.axpby(p, 1.0, z, 0.0, z, count)
+    rz = mg.dot(r, z, count)
+    while True:
+        mg.apply(q, p)
+        pq = mg.dot(p, q, count)
+        if pq == 0.0 or rz == 0.0:
+            progress.stalled = True
+            return
+        alpha = rz / pq
+        mg.axpby(x, 1.0, x, alpha, p, count)
+        mg.axpby(r_old, 1.0, r, 0.0, r, count)
+        mg.axpby(r, 1.0, r, -alpha, q, count)
+        if not progress.record(math.sqrt(mg.dot(r, r, count)) / scale):
+            return
+        mg.zero(z, count)
+        mg.cycle(z, r)
+        rz_new = mg.dot(r, z, count)
+        beta = (rz_new - mg.dot(r_old, z, count)) / rz
+        mg.axpby(p, 1.0, z, beta, p, count)
+        rz = rz_new
+
+
+def _jacobi(compute: ComputeContext, rhs: np.ndarray, dtype: np.dtype,
+            progress: _Progress) -> tuple[np.ndarray, float, str, str]:
+    from oclsci.jacobi.runner import relative_residual, run
+    from oclsci.jacobi.solver import JacobiSolver
+
+    solver = JacobiSolver(compute, rhs, x0=np.zeros(rhs.shape, dtype), dtype=dtype)
+    seconds, source = 0.0, "host clock"
+    keep_going = progress.record(relative_residual(solver))
+    while keep_going:
+        result = run(solver, solver.iteration + JACOBI_STEPS_PER_CYCLE,
+                     should_stop=progress.should_stop)
+        seconds += result.device_seconds
+        source = result.timing_source
+        keep_going = progress.record(result.residual)
+    return solver.read(), seconds, source, f"Jacobi, kernel {solver.config.describe()}"
+
+
+class PoissonSolver:
+    """Buffers and kernels of one grid shape, method and dtype, for :meth:`solve` on one or
+    many right-hand sides; everything on the device is made here, before the first solve.
+
+    ``method``, ``dtype``, ``cycle``, ``pre``, ``post``, ``smoother``: as for :func:`solve`
+    (``dtype`` None: float64 where the device has it, else float32).
+    """
+
+    def __init__(self, compute: ComputeContext, shape: tuple[int, int], *,
+                 method: str = "multigrid", dtype: Any = None, cycle: str = "V",
+                 pre: int = 2, post: int = 2, smoother: str = "rbgs"):
+        check_options(DEFAULT_TOL, 1, method, cycle, pre, post, smoother)
+        self.compute, self.method, self.shape = compute, method, tuple(shape)
+        if dtype is None:
+            dtype = np.float64 if compute.supports_fp64 else np.float32
+        self.dtype = compute.check_dtype(check_dtype(dtype))
+        self.mg: Multigrid | None = None
+        if method != "jacobi":
+            self.mg = Multigrid(compute, self.shape, self.dtype, cycle=cycle, pre=pre,
+                                post=post, smoother=smoother)
+            count = self.shape[0] * self.shape[1]
+            vectors = 2 + (1 if method == "multigrid" else 5)  # f, x and the work vectors
+            compute.check_allocation(self.mg.device_bytes() + vectors * count
+                                     * self.dtype.itemsize,
+                                     f"a {method} solve of {shape[0]} x {shape[1]}")
+            self._f, self._x = self.mg.empty(count), self.mg.empty(count)
+            self._work = [self.mg.empty(count) for _ in range(vectors - 2)]
+
+    def solve(self, rhs: Any, tol: float = DEFAULT_TOL, *, max_cycles: int = DEFAULT_MAX_CYCLES,
+              should_stop: Callable[[], Any] | None = None) -> PoissonResult:
+        """Solve ``L x = rhs`` from zero (see :func:`solve`)."""
+        check_options(tol, max_cycles, self.method)
+        values = validate_grid(rhs, "the right-hand side")
+        if values.shape != self.shape:
+            raise InputError(f"the right-hand side has shape {values.shape}, this solver "
+                             f"{self.shape}")
+        check_fits(values, self.dtype, "the right-hand side")
+        host = np.ascontiguousarray(values, dtype=self.dtype)
+        # Jacobi's residual falls slowly on large grids: only the cycles' stalls end a run.
+        progress = _Progress(tol, max_cycles, should_stop, detect_stall=self.method != "jacobi")
+        wall = time.perf_counter()
+        if self.mg is None:
+            x, seconds, source, description = _jacobi(self.compute, host, self.dtype, progress)
+            extra: dict = {"steps": (len(progress.history) - 1) * JACOBI_STEPS_PER_CYCLE}
+        else:
+            mg, count = self.mg, host.size
+            self.mg.should_stop = should_stop if count >= POLL_INSIDE_CELLS else None
+            squares = np.dot(host.ravel().astype(np.float64), host.ravel().astype(np.float64))
+            scale = math.sqrt(float(squares)) or 1.0
+            cl.enqueue_copy(self.compute.queue, self._f, host)
+            stopwatch = self.compute.stopwatch()
+            mg.first_event = None
+            mg.zero(self._x, count)
+            run = _multigrid if self.method == "multigrid" else _cg
+            run(mg, self._f, self._x, self._work, count, scale, progress)
+            stopwatch.record(mg.first_event)
+            stopwatch.record(mg.last_event)
+            seconds = stopwatch.stop()
+            source = stopwatch.source
+            x = np.empty(host.shape, self.dtype)
+            cl.enqueue_copy(self.compute.queue, x, self._x)
+            description = mg.describe() if self.method == "multigrid" \
+                else f"conjugate gradients preconditioned by one {mg.describe()}"
+            extra = {"levels": [level.shape for level in mg.levels]}
+        if not np.isfinite(x).all():
+            raise InputError("the solution holds NaN or infinite values: the values overflow "
+                             f"{self.dtype.name}")
+        return PoissonResult(x=x, residuals=progress.history, method=self.method,
+                             converged=progress.converged, stalled=progress.stalled,
+                             device_seconds=seconds, wall_seconds=time.perf_counter() - wall,
+                             timing_source=source, description=description, extra=extra)
+
+
+def solve(rhs: Any, tol: float = DEFAULT_TOL, *, method: str = "multigrid",
+          dtype: Any = None, device: Any = None, max_cycles: int = DEFAULT_MAX_CYCLES,
+          cycle: str = "V", pre: int = 2, post: int = 2, smoother: str = "rbgs",
+          should_stop: Callable[[], Any] | None = None) -> PoissonResult:
+    """Solve ``L x = rhs`` (5-point Laplacian, zero boundary; ``oclsci jacobi``'s system).
+
+    ``tol``: stop when ``||rhs - L x|| / ||rhs|| < tol``; ``method``: "multigrid", "cg" or
+    "jacobi"; ``dtype``: float32 or float64 (None: float64 where the device has it, else
+    float32); ``device``: a SPEC, a ComputeContext or None (``PYOPENCL_CTX``);
+    ``max_cycles``: most cycles (CG iterations, blocks of 1000 Jacobi steps); ``cycle``
+    ("V" or "F"), ``pre``, ``post`` and ``smoother`` ("rbgs" or "jacobi") shape the multigrid
+    cycle. Returns a :class:`PoissonResult` whose ``converged`` says whether ``tol`` was met
+    (``stalled``: the residual stopped falling, the dtype's floor). For many right-hand sides
+    of one shape, make a :class:`PoissonSolver` once and call its ``solve``.
+    """
+    check_options(tol, max_cycles, method, cycle, pre, post, smoother)
+    compute = as_compute_context(device)
+    values = validate_grid(rhs, "the right-hand side")
+    solver = PoissonSolver(compute, values.shape, method=method, dtype=dtype, cycle=cycle,
+                           pre=pre, post=post, smoother=smoother)
+    return solver.solve(values, tol, max_cycles=max_cycles, should_stop=should_stop)
+
+
+__all__ = ["METHODS", "PoissonResult", "PoissonSolver", "solve"]

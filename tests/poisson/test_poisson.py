@@ -1,0 +1,290 @@
+"""oclsci.poisson and ``oclsci poisson``: multigrid, CG and Jacobi against SciPy's direct
+solve and the NumPy reference, on every test device."""
+
+from __future__ import annotations
+
+import signal
+
+import numpy as np
+import pytest
+import scipy.sparse as sparse
+import scipy.sparse.linalg as sparse_linalg
+from conftest import DEVICE_SPECS, assert_one_line_error, run_cli, start_cli
+from signal_helpers import finish, wait_until_computing
+
+from oclsci.errors import InputError, Interrupted
+from oclsci.jacobi.picture import builtin_picture
+from oclsci.jacobi.reference import laplacian
+from oclsci.poisson import solve, solve_numpy
+from oclsci.poisson.hierarchy import Axis, Transfer, build_levels
+from oclsci.poisson.reference import cycle
+
+
+def laplacian_matrix(m: int, n: int) -> sparse.csr_matrix:
+    """The 5-point Laplacian with zero boundary of an m x n grid (row-major unknowns)."""
+    def second_difference(k: int) -> sparse.dia_matrix:
+        return sparse.diags([np.ones(k - 1), -2 * np.ones(k), np.ones(k - 1)], [-1, 0, 1])
+    return (sparse.kron(second_difference(m), sparse.identity(n))
+            + sparse.kron(sparse.identity(m), second_difference(n))).tocsr()
+
+
+def direct_solve(rhs: np.ndarray) -> np.ndarray:
+    """SciPy's sparse direct solve of L x = rhs."""
+    m, n = rhs.shape
+    return sparse_linalg.spsolve(laplacian_matrix(m, n).tocsc(), rhs.ravel()).reshape(m, n)
+
+
+SHAPES = [(1, 1), (1, 17), (23, 1), (2, 2), (5, 8), (16, 16), (17, 17), (31, 40), (64, 63),
+          (100, 37)]
+
+
+# -- the levels -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("points", [1, 2, 3, 4, 7, 8, 10, 33, 64])
+def test_restriction_is_the_share_weighted_transpose_of_interpolation(points):
+    fine = Axis.uniform(points)
+    if not fine.can_coarsen:
+        return
+    coarse = fine.coarsened()
+    transfer = Transfer.between(fine, coarse)
+    interpolation = np.zeros((fine.points, coarse.points))
+    for i in range(fine.points):
+        for side in (0, 1):
+            c = transfer.lower[i] + side
+            if 0 <= c < coarse.points:
+                interpolation[i, c] += transfer.weights[i, side]
+    restriction = np.zeros((coarse.points, fine.points))
+    for c in range(coarse.points):
+        for offset in range(3):
+            i = transfer.step * c + transfer.step - 2 + offset
+            if 0 <= i < fine.points:
+                restriction[c, i] += transfer.restrict[c, offset]
+            else:
+                assert transfer.restrict[c, offset] == 0.0
+    expected = (interpolation * fine.shares()[:, None]).T / coarse.shares()[:, None]
+    np.testing.assert_allclose(restriction, expected, rtol=0, atol=1e-15)
+    # Linear functions are interpolated exactly (zero at both boundaries: the hat pieces).
+    assert np.allclose(interpolation.sum(axis=1)[1::2][:coarse.points], 1.0)
+
+
+def test_uniform_axis_gives_full_weighting_and_unit_coefficients():
+    fine = Axis.uniform(7)
+    low, high = fine.coefficients()
+    assert np.all(low == 1.0) and np.all(high == 1.0)
+    transfer = Transfer.between(fine, fine.coarsened())
+    np.testing.assert_array_equal(transfer.restrict, np.tile([0.25, 0.5, 0.25], (3, 1)))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 1000), (1000, 1), (3, 5000), (4097, 4097),
+                                   (266, 400)])
+def test_levels_end_small_for_every_shape(shape):
+    levels = build_levels(shape)
+    m, n = levels[-1].shape
+    assert m * n <= 64 or (m == 1 and n == 1)
+    assert all(a.shape[0] >= b.shape[0] and a.shape[1] >= b.shape[1]
+               for a, b in zip(levels, levels[1:], strict=False))
+    assert 1 <= levels[-1].coarse_sweeps() <= 1000
+
+
+def test_impossible_shape_refused():
+    with pytest.raises(ValueError, match="at least one row"):
+        build_levels((0, 5))
+
+
+# -- the NumPy reference ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_reference_matches_the_direct_solve(shape):
+    rhs = np.random.default_rng(sum(shape)).standard_normal(shape)
+    x, history = solve_numpy(rhs, tol=1e-11)
+    expected = direct_solve(rhs)
+    assert history[-1] < 1e-11
+    np.testing.assert_allclose(x, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("shape", [(127, 127), (128, 128), (129, 130), (255, 100), (2, 500),
+                                   (500, 3), (333, 257)])
+@pytest.mark.parametrize("kind", ["V", "F"])
+def test_reference_cycle_reduces_the_residual_by_0_15_or_more(shape, kind):
+    rhs = np.random.default_rng(7).standard_normal(shape)
+    _, history = solve_numpy(rhs, tol=1e-12, kind=kind)
+    rates = [after / before for before, after in zip(history, history[1:], strict=False)]
+    assert max(rates) <= 0.15, rates
+
+
+def test_reference_f_cycle_is_a_v_cycle_plus_a_second_coarse_visit():
+    rhs = np.random.default_rng(1).standard_normal((40, 40))
+    levels = build_levels(rhs.shape)
+    u_v, u_f = np.zeros_like(rhs), np.zeros_like(rhs)
+    cycle(levels, u_v, rhs, kind="V")
+    cycle(levels, u_f, rhs, kind="F")
+    assert not np.array_equal(u_v, u_f)
+
+
+# -- the device solver ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("method", ["multigrid", "cg"])
+def test_float64_matches_the_direct_solve(compute, shape, method):
+    if not compute.supports_fp64:
+        pytest.skip("no fp64 on this device")
+    rhs = np.random.default_rng(sum(shape)).standard_normal(shape)
+    result = solve(rhs, 1e-11, method=method, dtype="float64", device=compute)
+    expected = direct_solve(rhs)
+    assert result.converged and result.residual < 1e-11
+    np.testing.assert_allclose(result.x, expected, rtol=0, atol=1e-8 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("shape", [(31, 40), (64, 63), (1, 300), (200, 3)])
+@pytest.mark.parametrize("kind, smoother", [("V", "rbgs"), ("F", "rbgs"), ("V", "jacobi")])
+def test_device_follows_the_reference_cycle_by_cycle(compute, shape, kind, smoother):
+    if not compute.supports_fp64:
+        pytest.skip("no fp64 on this device")
+    rhs = np.random.default_rng(3).standard_normal(shape)
+    result = solve(rhs, 1e-10, dtype="float64", device=compute, cycle=kind, smoother=smoother)
+    x, history = solve_numpy(rhs, tol=1e-10, kind=kind, smoother=smoother)
+    assert len(result.residuals) == len(history)
+    np.testing.assert_allclose(result.residuals, history, rtol=1e-6, atol=1e-14)
+    np.testing.assert_allclose(result.x, x, rtol=0, atol=1e-9 * np.abs(x).max())
+
+
+@pytest.mark.parametrize("shape", [(255, 255), (256, 300), (3, 2000)])
+def test_device_rate_per_v_cycle_at_most_0_15(any_compute, shape):
+    rhs = np.random.default_rng(11).standard_normal(shape)
+    dtype = "float64" if any_compute.supports_fp64 else "float32"
+    tol = 1e-10 if dtype == "float64" else 1e-5
+    result = solve(rhs, tol, dtype=dtype, device=any_compute)
+    assert result.converged
+    rates = [b / a for a, b in zip(result.residuals, result.residuals[1:], strict=False)]
+    assert max(rates) <= 0.15, rates
+
+
+def test_float32_stops_at_its_floor(any_compute):
+    """float32 cannot reach 1e-12: the run stops once the residual stalls, and says so."""
+    rhs = np.random.default_rng(5).standard_normal((200, 200))
+    result = solve(rhs, 1e-12, dtype="float32", device=any_compute, max_cycles=60)
+    assert result.stalled and not result.converged
+    assert result.cycles < 60 and result.residual < 1e-5
+    assert result.x.dtype == np.float32
+
+
+def test_jacobi_method_is_oclsci_jacobi(any_compute):
+    rhs = laplacian(np.random.default_rng(2).uniform(0, 1, (12, 9)))
+    result = solve(rhs, 1e-6, method="jacobi", dtype="float32", device=any_compute)
+    assert result.converged and result.extra["steps"] % 1000 == 0
+    np.testing.assert_allclose(result.x, direct_solve(rhs), atol=1e-4)
+
+
+def test_zero_right_hand_side_is_solved_at_once(any_compute):
+    result = solve(np.zeros((10, 12)), device=any_compute)
+    assert result.converged and result.cycles == 0 and not result.x.any()
+
+
+def test_max_cycles_ends_the_run_unconverged(any_compute):
+    rhs = np.random.default_rng(4).standard_normal((64, 64))
+    result = solve(rhs, 1e-14, dtype="float32", device=any_compute, max_cycles=2)
+    assert result.cycles == 2 and not result.converged
+
+
+@pytest.mark.parametrize("rhs, options, message", [
+    (np.ones(5), {}, "2-D"),
+    (np.zeros((0, 3)), {}, "empty"),
+    (np.array([[1.0, np.nan]]), {}, "NaN"),
+    (np.ones((3, 3)), {"tol": 0.0}, "tol must be a positive"),
+    (np.ones((3, 3)), {"tol": float("nan")}, "tol must be a positive"),
+    (np.ones((3, 3)), {"max_cycles": 0}, "max_cycles"),
+    (np.ones((3, 3)), {"method": "sor"}, "method must be"),
+    (np.ones((3, 3)), {"cycle": "W"}, "cycle must be"),
+    (np.ones((3, 3)), {"smoother": "ilu"}, "smoother must be"),
+    (np.ones((3, 3)), {"pre": 0, "post": 0}, "smoothing sweeps"),
+    (np.ones((3, 3)), {"dtype": "float16"}, "dtype must be"),
+    (np.full((3, 3), 1e300), {"dtype": "float32"}, "float32"),
+])
+def test_bad_arguments_refused(any_compute, rhs, options, message):
+    with pytest.raises(InputError, match=message):
+        solve(rhs, device=any_compute, **options)
+
+
+def test_should_stop_ends_the_solve(any_compute):
+    calls = []
+
+    def should_stop():
+        calls.append(1)
+        return len(calls) >= 2
+
+    rhs = np.random.default_rng(6).standard_normal((64, 64))
+    with pytest.raises(Interrupted, match="after 1 cycles"):
+        solve(rhs, 1e-14, device=any_compute, should_stop=should_stop)
+
+
+# -- the command ------------------------------------------------------------------------------
+
+def _device() -> list[str]:
+    return ["--device", DEVICE_SPECS[0]] if DEVICE_SPECS else []
+
+
+def test_cli_builtin_picture_reconstructs_it(tmp_path):
+    out = tmp_path / "x.npy"
+    result = run_cli("poisson", "-o", out, "--dtype", "float64", *_device(), check_exit=0)
+    x = np.load(out)
+    picture = builtin_picture().astype(np.float64)
+    assert np.abs(x - picture).max() < 0.05
+    assert "converged" in result.stdout and "error       max" in result.stdout
+    history = next(line for line in result.stdout.splitlines() if line.startswith("history"))
+    values = [float(v) for v in history.split()[1:]]
+    assert values[0] == 1.0 and values[-1] < 1e-6
+
+
+@pytest.mark.parametrize("method", ["multigrid", "cg"])
+def test_cli_input_file_matches_the_api(tmp_path, method):
+    rhs = np.random.default_rng(8).standard_normal((40, 30))
+    np.save(tmp_path / "b.npy", rhs)
+    out = tmp_path / "x.npy"
+    run_cli("poisson", tmp_path / "b.npy", "-o", out, "--method", method, "--dtype", "float64",
+            "--tol", "1e-10", "-q", *_device(), check_exit=0)
+    api = solve(rhs, 1e-10, method=method, dtype="float64", device=DEVICE_SPECS[0] if
+                DEVICE_SPECS else None)
+    np.testing.assert_array_equal(np.load(out), api.x)
+
+
+def test_cli_warns_when_the_tolerance_is_not_reached(tmp_path):
+    out = tmp_path / "x.npy"
+    result = run_cli("poisson", "-o", out, "--dtype", "float32", "--tol", "1e-13", "-q",
+                     *_device(), check_exit=0)
+    assert out.exists()
+    assert "oclsci: warning: residual" in result.stderr and "floor" in result.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["missing.npy"], "missing.npy"),
+    (["--tol", "-1"], "tol must be a positive"),
+    (["--max-cycles", "0"], "max_cycles"),
+    (["-o", "x.txt"], "unknown output type"),
+    (["-o", "nofolder/x.npy"], "does not exist"),
+    (["--device", "9:9"], "9:9"),
+])
+def test_cli_bad_input_one_line(tmp_path, args, fragment):
+    args = [str(tmp_path / a) if a.endswith((".npy", ".txt")) else a for a in args]
+    result = run_cli("poisson", *args)
+    assert_one_line_error(result, fragment)
+    assert not list(tmp_path.glob("x.*"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGUSR1])
+def test_cli_signal_stops_with_128_plus_n_and_no_output(tmp_path, signum):
+    """A Jacobi run to an unreachable tolerance runs until the signal."""
+    rhs = np.random.default_rng(9).standard_normal((512, 512))
+    np.save(tmp_path / "b.npy", rhs)
+    out = tmp_path / "x.npy"
+    process = start_cli("poisson", tmp_path / "b.npy", "--method", "jacobi", "--tol", "1e-30",
+                        "--max-cycles", "100000000", "-o", out, *_device())
+    try:
+        wait_until_computing(process)
+        process.send_signal(signum)
+        code, stderr = finish(process)
+    finally:
+        process.kill()
+    assert code == 128 + signum, stderr
+    assert not out.exists()
+    assert "Traceback" not in stderr
