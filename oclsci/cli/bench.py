@@ -40,7 +40,8 @@ def _command_line(workloads, device, quick, repeat, json_path, markdown_path, pl
 
 
 @click.command("bench")
-@click.argument("workloads", nargs=-1, metavar="[jacobi|mandelbrot|elementwise|lombscargle|all]...")
+@click.argument("workloads", nargs=-1,
+                metavar="[jacobi|mandelbrot|elementwise|lombscargle|poisson|all]...")
 @device_option
 @click.option("--quick", is_flag=True,
               help="Smaller problems and fewer steps (about a minute on a 2-core CPU).")
@@ -58,6 +59,8 @@ def bench_command(workloads, device, quick, repeat, json_path, markdown_path, pl
 
     Workloads: jacobi (the seed's 400x266 picture for 150000 steps, and large grids sized to
     the device), mandelbrot (1500x1250, 400 iterations), elementwise (axpy); default all.
+    Named only: lombscargle (the seed's periodogram) and poisson (512x512 solved to a
+    tolerance by multigrid, CG and Jacobi).
     Each result is checked against NumPy's: a wrong one is marked FAILED, gets no speed-up,
     and makes the command exit with status 1 once the outputs are written. The tables go to
     standard output; progress goes to standard error on a terminal. How to read them, and

@@ -6,6 +6,7 @@ picture), calls :func:`oclsci.poisson.solve` and prints its summary and residual
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import click
@@ -16,6 +17,8 @@ from oclsci.errors import OclsciWarning
 from oclsci.io import check_output_path, write_array, write_outputs
 from oclsci.jacobi.job import OUTPUT_SUFFIXES, load_problem
 from oclsci.jacobi.solver import validate_rhs
+from oclsci.mpi import mpi_world
+from oclsci.mpi.poisson import poisson_distributed
 from oclsci.poisson.multigrid import CYCLES, SMOOTHERS
 from oclsci.poisson.solve import (
     DEFAULT_MAX_CYCLES,
@@ -63,13 +66,26 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
     """
     check_options(tol, max_cycles, method, cycle_kind, sweeps[0], sweeps[1], smoother)
     check_output_path(output, OUTPUT_SUFFIXES)
-    problem = load_problem(input_path, None)
-    rhs = validate_rhs(problem.rhs)
-    with StopFlag(raising=True) as stop:
-        compute = create_context(device, quiet=quiet)
-        result = solve(rhs, tol, method=method, dtype=dtype, device=compute,
-                       max_cycles=max_cycles, cycle=cycle_kind, pre=sweeps[0], post=sweeps[1],
-                       smoother=smoother, should_stop=stop)
+    options = dict(tol=tol, max_cycles=max_cycles, method=method, dtype=dtype, cycle=cycle_kind,
+                   pre=sweeps[0], post=sweeps[1], smoother=smoother)
+    world = mpi_world()  # None without MPI or in a world of one rank
+    # Signals are collected while kernels build and run; a poll between cycles stops the run
+    # (128 + N, nothing written).
+    if world is None:
+        problem = load_problem(input_path, None)
+        rhs = validate_rhs(problem.rhs)
+        with StopFlag(raising=True) as stop:
+            compute = create_context(device, quiet=quiet)
+            result = solve(rhs, device=compute, should_stop=stop, **options)
+    else:
+        problem = world.agree(lambda: _read(input_path) if world.is_root else None)
+        with StopFlag(raising=True) as stop:
+            compute, result = poisson_distributed(
+                world, None if problem is None else problem.rhs, device=device,
+                notify=None if quiet else functools.partial(click.echo, err=True),
+                should_stop=stop, **options)
+        if result is None:
+            return
     written = write_outputs([(output, lambda: write_array(output, result.x))])
     if not result.converged:
         why = "the residual stopped falling (the dtype's accuracy floor; try --dtype float64)" \
@@ -79,6 +95,12 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
     if quiet:
         return
     print_summary(compute, problem, result, written)
+
+
+def _read(input_path: str | None):
+    problem = load_problem(input_path, None)
+    validate_rhs(problem.rhs)
+    return problem
 
 
 def print_summary(compute, problem, result: PoissonResult, written: list[str]) -> None:
@@ -98,6 +120,8 @@ def print_summary(compute, problem, result: PoissonResult, written: list[str]) -
         f"residual    {result.residual:.3e} (||L x - B|| / ||B||)",
         "history     " + " ".join(f"{value:.2e}" for value in result.residuals),
     ]
+    if result.extra.get("mpi"):
+        lines.append(f"mpi         {result.extra['mpi']}")
     if problem.original is not None:
         error = np.abs(x.astype(np.float64) - problem.original)
         lines.append(f"error       max {error.max():.4g}, rms {np.sqrt(np.mean(error**2)):.4g} "

@@ -30,13 +30,13 @@ def validate_grid(values: Any, what: str) -> np.ndarray:
         raise InvalidArgumentError(f"{what} is empty (shape {array.shape})")
     if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
         raise ArgumentTypeError(f"{what} must hold numbers, got dtype {array.dtype}")
-    if np.issubdtype(array.dtype, np.floating) and not _extremes_finite(array):
+    if np.issubdtype(array.dtype, np.floating) and not extremes_finite(array):
         bad = int(np.count_nonzero(~np.isfinite(array)))
         raise InvalidArgumentError(f"{what} holds {bad} NaN or infinite value(s)")
     return array
 
 
-def _extremes_finite(array: np.ndarray) -> bool:
+def extremes_finite(array: np.ndarray) -> bool:
     """True when a non-empty float array holds no NaN or infinity (they show in its extremes:
     two passes that allocate nothing, where ``isfinite`` makes a mask of the whole array)."""
     return bool(np.isfinite(array.min()) and np.isfinite(array.max()))
@@ -95,7 +95,7 @@ def check_run_options(tol: Any, check_every: Any, checkpoint_every: Any) -> None
 
 def check_finite(x: np.ndarray, what: str = "the result") -> np.ndarray:
     """Return ``x``, or raise :class:`NonFiniteResultError` if it holds NaN or infinities."""
-    if x.size and not _extremes_finite(x):
+    if x.size and not extremes_finite(x):
         bad = int(np.count_nonzero(~np.isfinite(x)))
         hint = "scale the input down" if x.dtype == np.float64 else \
             "use float64 or scale the input down"

@@ -5,22 +5,30 @@ residual, the per-axis coefficients and transfer weights of :mod:`oclsci.poisson
 and runs one cycle for ``L u = f`` on finest-level buffers it is given, so that the same
 object serves as the solver (:mod:`oclsci.poisson.solve`) and as the preconditioner of the
 conjugate gradients. The steps are those of :func:`oclsci.poisson.reference.cycle`, in order.
+
+Every level's buffer holds its rows between two ghost rows (:meth:`Multigrid.vector`): zeros
+on one device; under MPI (:mod:`oclsci.mpi.poisson`) a slab of rows whose ghost rows a
+``halo`` fills from the neighbouring ranks before each step that reads them, down to the
+level where the halo gathers the coarse problem on one rank. This module knows no MPI: the
+halo is any object with the methods that :class:`SlabHalo` lists.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, Protocol
 
 import numpy as np
 import pyopencl as cl
 
 from oclsci.errors import InputError
-from oclsci.poisson.hierarchy import COARSEST_CELLS, Level, build_levels
+from oclsci.poisson.hierarchy import COARSEST_CELLS, Level
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.launch import Launch
 
 TEMPLATE = "poisson/multigrid"
+KERNEL_PREFIX = "poisson_multigrid_"  # + the operation: the template's kernels' names
 SMOOTHERS = ("rbgs", "jacobi")
 CYCLES = ("V", "F")
 # Weighted Jacobi's damping: 4/5 smooths the 2-D Laplacian's upper half of frequencies best.
@@ -32,6 +40,24 @@ GROUPS_PER_UNIT = 8
 # Grids of this many cells or more wait for the device and poll between the finest level's
 # steps, so that a stop signal is acted on within a step, not a whole cycle.
 POLL_INSIDE_CELLS = 1 << 22
+
+
+class SlabHalo(Protocol):
+    """What :class:`Multigrid` asks of a decomposition into slabs of rows (MPI)."""
+
+    gather_level: int  # the first level solved on one rank (>= 1)
+
+    def rows(self, index: int) -> tuple[int, int]:
+        """(first global row, row count) of this rank's slab on level ``index``."""
+
+    def exchange(self, buffer: Any, index: int) -> None:
+        """Fill the ghost rows of ``buffer`` (level ``index``) from the neighbouring ranks."""
+
+    def allreduce_sum(self, value: float) -> float:
+        """The sum of ``value`` over ranks."""
+
+    def coarse(self, u: Any, f: Any, kind: str) -> None:
+        """Solve level ``gather_level`` (``u``, ``f``: this rank's slabs) by one cycle."""
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -49,49 +75,60 @@ def check_cycle(cycle: str, pre: int, post: int, smoother: str) -> None:
 
 
 class Multigrid:
-    """The cycle of one grid shape on ``compute``, in ``dtype``.
+    """The cycle of the hierarchy ``levels`` on ``compute``, in ``dtype``.
 
     ``cycle``: "V" or "F"; ``pre``, ``post``: smoothing sweeps before and after the coarse
     correction; ``smoother``: "rbgs" (red-black Gauss-Seidel) or "jacobi" (weighted, 4/5).
+    ``halo``: this rank's slabs under MPI (None: every level whole on this device).
     ``should_stop``, when set, is polled between the finest level's steps (it raises to stop).
     """
 
-    def __init__(self, compute: ComputeContext, shape: tuple[int, int], dtype: Any, *,
-                 cycle: str = "V", pre: int = 2, post: int = 2, smoother: str = "rbgs"):
+    def __init__(self, compute: ComputeContext, levels: list[Level], dtype: Any, *,
+                 cycle: str = "V", pre: int = 2, post: int = 2, smoother: str = "rbgs",
+                 halo: SlabHalo | None = None):
         check_cycle(cycle, pre, post, smoother)
         self.compute, self.dtype = compute, np.dtype(dtype)
         self.kind, self.pre, self.post, self.smoother = cycle, pre, post, smoother
-        self.levels: list[Level] = build_levels(shape)
+        self.levels, self.halo = levels, halo
+        # Levels held here: all on one device; under MPI, down to the gathered one.
+        self.depth = len(levels) if halo is None else halo.gather_level + 1
+        self.layout = [halo.rows(index) if halo is not None else (0, level.shape[0])
+                       for index, level in enumerate(levels[:self.depth])]
         self.acc_dtype = np.dtype(np.float64 if compute.supports_fp64 else np.float32)
         self.local = CPU_LOCAL if compute.is_cpu else GPU_LOCAL
         self.dot_group = CPU_DOT_GROUP if compute.is_cpu else GPU_DOT_GROUP
-        params = dict(dtype=self.dtype, acc_dtype=self.acc_dtype, group_size=self.dot_group,
-                      chunked=compute.is_cpu, coarse_cells=COARSEST_CELLS)
-        self._params = params
+        self._params = dict(dtype=self.dtype, acc_dtype=self.acc_dtype,
+                            group_size=self.dot_group, chunked=compute.is_cpu,
+                            coarse_cells=COARSEST_CELLS)
         self._local_sizes: dict[str, tuple] = {}
         self._recording: list | None = None
-        self._plans: dict[tuple[int, int], tuple] = {}
-        self.kernels = {name: programs.get_kernel(compute, TEMPLATE, name=name, **params)
-                        for name in ("mg_smooth_rb", "mg_smooth_jacobi", "mg_residual",
-                                     "mg_apply", "mg_restrict", "mg_interpolate_add",
-                                     "mg_coarse_solve", "mg_dot", "mg_axpby", "mg_zero")}
+        self.first_event: Any = None  # of the immediate launches since reset (timing)
+        self.last_event: Any = None
+        self.should_stop: Any = None
+        self._plans: dict[tuple, tuple] = {}
+        self.kernels = {name: programs.get_kernel(compute, TEMPLATE, name=KERNEL_PREFIX + name,
+                                                  **self._params)
+                        for name in ("smooth_rb", "smooth_jacobi", "residual", "apply",
+                                     "restrict", "interpolate_add", "coarse_solve", "dot",
+                                     "axpby", "zero")}
         compute.check_allocation(self.device_bytes(),
-                                 f"a multigrid solve of {shape[0]} x {shape[1]}")
-        self._data = [self._level_buffers(index, level) for index, level in enumerate(self.levels)]
-        self.coarse_sweeps = self.levels[-1].coarse_sweeps()
+                                 f"a multigrid solve of {levels[0].shape[0]} x "
+                                 f"{levels[0].shape[1]}")
+        self._data = [self._level_buffers(index) for index in range(self.depth)]
+        self.coarse_sweeps = levels[-1].coarse_sweeps()
         units = max(1, int(compute.device.max_compute_units))
         self.dot_groups = units * (4 if compute.is_cpu else GROUPS_PER_UNIT)
         self._partials = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE,
                                    self.dot_groups * self.acc_dtype.itemsize)
-        self.last_event: Any = None
-        self.first_event: Any = None
-        self.should_stop: Any = None
 
     def device_bytes(self) -> int:
-        """Bytes of this object's buffers: three grids per coarse level, one on the finest."""
-        cells = sum(m * n for m, n in (level.shape for level in self.levels))
-        finest = self.levels[0].shape[0] * self.levels[0].shape[1]
-        return self.dtype.itemsize * (3 * cells - 2 * finest)
+        """Bytes of this object's buffers: three per level below the finest, one on it."""
+        sizes = [self.size(index) for index in range(self.depth)]
+        return self.dtype.itemsize * (3 * sum(sizes) - 2 * sizes[0])
+
+    def size(self, index: int = 0) -> int:
+        """Elements of a buffer of level ``index``: its rows here and two ghost rows."""
+        return (self.layout[index][1] + 2) * self.levels[index].shape[1]
 
     # -- buffers -----------------------------------------------------------------------------
 
@@ -100,14 +137,13 @@ class Multigrid:
         return cl.Buffer(self.compute.context, flags,
                          hostbuf=np.ascontiguousarray(values, dtype=dtype))
 
-    def _level_buffers(self, index: int, level: Level) -> dict:
-        m, n = level.shape
-        real = self.dtype
+    def _level_buffers(self, index: int) -> dict:
+        level, real = self.levels[index], self.dtype
         data = {"rows": self._upload(np.concatenate(level.rows.coefficients()), real),
                 "cols": self._upload(np.concatenate(level.cols.coefficients()), real),
-                "r": self.empty(m * n)}
+                "r": self.vector(index)}
         if index > 0:
-            data["u"], data["f"] = self.empty(m * n), self.empty(m * n)
+            data["u"], data["f"] = self.vector(index), self.vector(index)
             rt, ct = level.row_transfer, level.col_transfer
             data.update(row_lower=self._upload(rt.lower, np.int32),
                         row_interp=self._upload(rt.weights.ravel(), real),
@@ -118,17 +154,34 @@ class Multigrid:
                         row_step=rt.step, col_step=ct.step)
         return data
 
-    def empty(self, count: int) -> Any:
-        """A device buffer of ``count`` elements of the solver's dtype."""
-        return cl.Buffer(self.compute.context, cl.mem_flags.READ_WRITE,
-                         max(count, 1) * self.dtype.itemsize)
+    def vector(self, index: int = 0) -> Any:
+        """A zeroed buffer of level ``index`` (its rows here between two ghost rows)."""
+        buffer = cl.Buffer(self.compute.context, cl.mem_flags.READ_WRITE,
+                           self.size(index) * self.dtype.itemsize)
+        self.zero(buffer, index)
+        return buffer
+
+    def upload(self, buffer: Any, values: np.ndarray) -> None:
+        """Write this rank's rows ``values`` (rows x n) into a finest-level ``buffer``."""
+        n = self.levels[0].shape[1]
+        padded = np.zeros((values.shape[0] + 2, n), self.dtype)
+        padded[1:-1] = values
+        cl.enqueue_copy(self.compute.queue, buffer, padded)
+
+    def download(self, buffer: Any) -> np.ndarray:
+        """This rank's rows of a finest-level ``buffer``."""
+        rows, n = self.layout[0][1], self.levels[0].shape[1]
+        padded = np.empty((rows + 2, n), self.dtype)
+        cl.enqueue_copy(self.compute.queue, padded, buffer)
+        return padded[1:-1]
 
     # -- launches ----------------------------------------------------------------------------
 
     def _launch(self, name: str, global_size: tuple, local: tuple | None, *args: Any) -> Any:
         if self._recording is not None:
             # A cycle's plan: a kernel of its own, arguments set once, enqueued without event.
-            kernel = programs.new_kernel(self.compute, TEMPLATE, name=name, **self._params)
+            kernel = programs.new_kernel(self.compute, TEMPLATE, name=KERNEL_PREFIX + name,
+                                         **self._params)
             kernel.set_args(*args)
             self._recording.append(Launch(self.compute.queue, kernel, global_size, local).fast)
             return None
@@ -139,6 +192,17 @@ class Multigrid:
             self.first_event = event
         self.last_event = event
         return event
+
+    def _host_step(self, function: Any, *args: Any) -> None:
+        """Run a host step now, or add it to the plan being recorded."""
+        if self._recording is not None:
+            self._recording.append(functools.partial(function, *args))
+        else:
+            function(*args)
+
+    def _exchange(self, buffer: Any, index: int) -> None:
+        if self.halo is not None:
+            self._host_step(self.halo.exchange, buffer, index)
 
     def _local_size(self, name: str, wanted: tuple) -> tuple:
         if name not in self._local_sizes:
@@ -151,77 +215,89 @@ class Multigrid:
     def _grid(self, name: str, m: int, n: int, *args: Any, half: bool = False) -> Any:
         local = self._local_size(name, self.local)
         width = -(-n // 2) if half else n
-        return self._launch(name, (_round_up(width, local[0]), _round_up(m, local[1])), local,
-                            *args)
+        return self._launch(name, (_round_up(max(width, 1), local[0]),
+                                   _round_up(max(m, 1), local[1])), local, *args)
 
     def _flat(self, name: str, count: int, *args: Any) -> Any:
         local = self._local_size(name, (64 if self.compute.is_cpu else 256,))
         return self._launch(name, (_round_up(max(count, 1), local[0]),), local, *args)
 
-    def zero(self, buffer: Any, count: int) -> None:
-        """Set ``count`` elements of ``buffer`` to zero."""
-        self._flat("mg_zero", count, buffer, np.uint64(count))
+    def _shape(self, index: int) -> tuple:
+        """The kernels' (m, n, row0, mg) arguments of level ``index``."""
+        row0, rows = self.layout[index]
+        mg, n = self.levels[index].shape
+        return np.int32(rows), np.int32(n), np.int32(row0), np.int32(mg)
 
-    def axpby(self, z: Any, alpha: float, x: Any, beta: float, y: Any, count: int) -> None:
-        """``z = alpha x + beta y`` on ``count`` elements."""
-        real = self.dtype.type
-        self._flat("mg_axpby", count, z, real(alpha), x, real(beta), y, np.uint64(count))
+    def zero(self, buffer: Any, index: int = 0) -> None:
+        """Set a buffer of level ``index`` to zero, ghost rows included."""
+        count = self.size(index)
+        self._flat("zero", count, buffer, np.uint64(count))
 
-    def dot(self, a: Any, b: Any, count: int) -> float:
-        """``sum(a * b)`` over ``count`` elements, summed in float64 where the device can."""
-        group = self.dot_group
-        self._launch("mg_dot", (self.dot_groups * group,), (group,), self._partials, a, b,
-                     np.uint64(count))
+    def axpby(self, z: Any, alpha: float, x: Any, beta: float, y: Any) -> None:
+        """``z = alpha x + beta y`` on finest-level buffers."""
+        real, count = self.dtype.type, self.size(0)
+        self._flat("axpby", count, z, real(alpha), x, real(beta), y, np.uint64(count))
+
+    def dot(self, a: Any, b: Any) -> float:
+        """``sum(a * b)`` over the finest level's rows (every rank's), summed in float64 where
+        the device can."""
+        group, n = self.dot_group, self.levels[0].shape[1]
+        self._launch("dot", (self.dot_groups * group,), (group,), self._partials, a, b,
+                     np.uint64(n), np.uint64(self.layout[0][1] * n))
         partials = np.empty(self.dot_groups, self.acc_dtype)
         cl.enqueue_copy(self.compute.queue, partials, self._partials)
-        return float(np.sum(partials, dtype=np.float64))
+        total = float(np.sum(partials, dtype=np.float64))
+        return total if self.halo is None else self.halo.allreduce_sum(total)
 
     def residual(self, r: Any, u: Any, f: Any, index: int = 0) -> None:
         """``r = f - L u`` on level ``index``."""
-        m, n = self.levels[index].shape
-        data = self._data[index]
-        self._grid("mg_residual", m, n, r, u, f, data["rows"], data["cols"], np.int32(m),
-                   np.int32(n))
+        data, shape = self._data[index], self._shape(index)
+        self._exchange(u, index)
+        self._grid("residual", int(shape[0]), int(shape[1]), r, u, f, data["rows"],
+                   data["cols"], *shape)
 
     def apply(self, out: Any, u: Any) -> None:
         """``out = L u`` on the finest level."""
-        m, n = self.levels[0].shape
-        data = self._data[0]
-        self._grid("mg_apply", m, n, out, u, data["rows"], data["cols"], np.int32(m),
-                   np.int32(n))
+        data, shape = self._data[0], self._shape(0)
+        self._exchange(u, 0)
+        self._grid("apply", int(shape[0]), int(shape[1]), out, u, data["rows"],
+                   data["cols"], *shape)
 
-    def smooth(self, u: Any, f: Any, index: int, sweeps: int) -> Any:
-        """``sweeps`` smoothing sweeps of ``u`` on level ``index``; returns the buffer that
-        holds the result (weighted Jacobi alternates between ``u`` and the level's scratch)."""
-        m, n = self.levels[index].shape
-        data = self._data[index]
-        shape = (data["rows"], data["cols"], np.int32(m), np.int32(n))
+    def smooth(self, u: Any, f: Any, index: int, sweeps: int) -> None:
+        """``sweeps`` smoothing sweeps of ``u`` on level ``index`` (weighted Jacobi goes
+        through the level's scratch buffer and back)."""
+        data, shape = self._data[index], self._shape(index)
+        m, n = int(shape[0]), int(shape[1])
+        coefficients = (data["rows"], data["cols"])
         for _ in range(sweeps):
             if self.smoother == "rbgs":
                 for colour in (0, 1):
-                    self._grid("mg_smooth_rb", m, n, u, f, *shape, np.int32(colour), half=True)
+                    self._exchange(u, index)
+                    self._grid("smooth_rb", m, n, u, f, *coefficients, *shape,
+                               np.int32(colour), half=True)
             else:
                 scratch = data["r"]
-                self._grid("mg_smooth_jacobi", m, n, scratch, u, f, *shape,
+                self._exchange(u, index)
+                self._grid("smooth_jacobi", m, n, scratch, u, f, *coefficients, *shape,
                            self.dtype.type(JACOBI_WEIGHT))
-                self._copy(u, scratch, m * n)
-        return u
-
-    def _copy(self, target: Any, source: Any, count: int) -> None:
-        self.axpby(target, 1.0, source, 0.0, source, count)
+                count = self.size(index)
+                self._flat("axpby", count, u, self.dtype.type(1), scratch,
+                           self.dtype.type(0), scratch, np.uint64(count))
 
     # -- the cycle ---------------------------------------------------------------------------
 
-    def cycle(self, u: Any, f: Any) -> None:
+    def cycle(self, u: Any, f: Any, kind: str | None = None) -> None:
         """Enqueue one cycle for ``L u = f`` on the finest level (``u``, ``f``: the caller's
-        buffers). The first cycle on a pair of buffers records its launches, each kernel with
-        its arguments set once (:class:`~oclsci.runtime.launch.Launch`); later ones replay
+        buffers, from :meth:`vector`). The first cycle on a pair of buffers records its
+        launches, each kernel with its arguments set once
+        (:class:`~oclsci.runtime.launch.Launch`), and the halo's steps; later ones replay
         them, a few microseconds of host time per launch."""
-        key = (id(u), id(f))
+        kind = kind or self.kind
+        key = (id(u), id(f), kind)
         if key not in self._plans:
             self._recording = []
             try:
-                self._record(u, f, 0, self.kind)
+                self._record(u, f, 0, kind)
                 self._plans[key] = (u, f, self._recording)  # the buffers stay referenced
             finally:
                 self._recording = None
@@ -230,30 +306,36 @@ class Multigrid:
 
     def _record(self, u: Any, f: Any, index: int, kind: str) -> None:
         level, data = self.levels[index], self._data[index]
-        m, n = level.shape
+        if self.halo is not None and index == self.halo.gather_level:
+            self._host_step(self.halo.coarse, u, f, kind)
+            return
         if index == len(self.levels) - 1:
-            group = self._local_size("mg_coarse_solve", (COARSEST_CELLS,))
-            self._launch("mg_coarse_solve", group, group, u, f, data["rows"],
+            m, n = level.shape
+            group = self._local_size("coarse_solve", (COARSEST_CELLS,))
+            self._launch("coarse_solve", group, group, u, f, data["rows"],
                          data["cols"], np.int32(m), np.int32(n), np.int32(self.coarse_sweeps))
             return
         self.smooth(u, f, index, self.pre)
         if index == 0:
-            self._recording.append(self._poll)
+            self._host_step(self._poll)
         self.residual(data["r"], u, f, index)
-        coarse, below = self.levels[index + 1], self._data[index + 1]
-        mc, nc = coarse.shape
-        self._grid("mg_restrict", mc, nc, below["f"], data["r"], below["row_restrict"],
-                   below["col_restrict"], np.int32(mc), np.int32(nc), np.int32(m),
-                   np.int32(n), np.int32(below["row_step"]), np.int32(below["col_step"]))
-        self.zero(below["u"], mc * nc)
+        self._exchange(data["r"], index)
+        below, (mc, nc, row0c, _) = self._data[index + 1], self._shape(index + 1)
+        m, n, row0, mg = self._shape(index)
+        self._grid("restrict", int(mc), int(nc), below["f"], data["r"],
+                   below["row_restrict"], below["col_restrict"], mc, nc, row0c, n, row0, mg,
+                   np.int32(below["row_step"]), np.int32(below["col_step"]))
+        self.zero(below["u"], index + 1)
         self._record(below["u"], below["f"], index + 1, kind)
         if kind == "F":
             self._record(below["u"], below["f"], index + 1, "V")
-        self._grid("mg_interpolate_add", m, n, u, below["u"], below["row_lower"],
-                   below["row_interp"], below["col_lower"], below["col_interp"], np.int32(m),
-                   np.int32(n), np.int32(mc), np.int32(nc))
+        self._exchange(below["u"], index + 1)
+        mcg = np.int32(self.levels[index + 1].shape[0])
+        self._grid("interpolate_add", int(m), int(n), u, below["u"], below["row_lower"],
+                   below["row_interp"], below["col_lower"], below["col_interp"], m, n, row0,
+                   nc, row0c, mcg)
         if index == 0:
-            self._recording.append(self._poll)
+            self._host_step(self._poll)
         self.smooth(u, f, index, self.post)
 
     def _poll(self) -> None:

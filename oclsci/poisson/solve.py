@@ -4,7 +4,8 @@ Three methods on one device, each from zero until ``||B - L x|| / ||B|| < tol``:
 
 - ``multigrid`` (default): cycles of :class:`~oclsci.poisson.multigrid.Multigrid`;
 - ``cg``: conjugate gradients preconditioned by one cycle (the flexible form, Polak-Ribiere
-  beta, since red-black smoothing in the same order before and after is not symmetric);
+  beta, since red-black smoothing in the same order before and after is not symmetric); its
+  history holds the true residual ``B - L x``, not the recurrence's;
 - ``jacobi``: the talk's method (:mod:`oclsci.jacobi`), one "cycle" being
   :data:`JACOBI_STEPS_PER_CYCLE` steps, for comparison.
 
@@ -25,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyopencl as cl
 
 from oclsci.errors import InputError, Interrupted
-from oclsci.jacobi.checks import check_dtype, check_fits, validate_grid
+from oclsci.jacobi.checks import check_dtype, check_fits, extremes_finite, validate_grid
+from oclsci.poisson.hierarchy import build_levels
 from oclsci.poisson.multigrid import POLL_INSIDE_CELLS, Multigrid, check_cycle
 from oclsci.runtime.device import ComputeContext, as_compute_context
 
@@ -117,42 +118,45 @@ class _Progress:
         return cycles < self.max_cycles
 
 
-def _multigrid(mg: Multigrid, f: Any, u: Any, work: list, count: int, scale: float,
+def _multigrid(mg: Multigrid, f: Any, u: Any, work: list, scale: float,
                progress: _Progress) -> None:
     r = work[0]
     mg.residual(r, u, f)
-    while progress.record(math.sqrt(mg.dot(r, r, count)) / scale):
+    while progress.record(math.sqrt(mg.dot(r, r)) / scale):
         mg.cycle(u, f)
         mg.residual(r, u, f)
 
 
-def _cg(mg: Multigrid, f: Any, x: Any, work: list, count: int, scale: float,
+def _cg(mg: Multigrid, f: Any, x: Any, work: list, scale: float,
         progress: _Progress) -> None:
-    r, r_old, z, p, q = work
-    mg.axpby(r, 1.0, f, 0.0, f, count)  # x = 0: r = f
-    if not progress.record(math.sqrt(mg.dot(r, r, count)) / scale):
+    # r is updated by the recurrence; the history records the true residual f - L x (in
+    # true_r), which the recurrence can pass below once rounding dominates.
+    r, r_old, z, p, q, true_r = work
+    mg.axpby(r, 1.0, f, 0.0, f)  # x = 0: r = f
+    if not progress.record(math.sqrt(mg.dot(r, r)) / scale):
         return
-    mg.zero(z, count)
+    mg.zero(z)
     mg.cycle(z, r)
-    mg.axpby(p, 1.0, z, 0.0, z, count)
-    rz = mg.dot(r, z, count)
+    mg.axpby(p, 1.0, z, 0.0, z)
+    rz = mg.dot(r, z)
     while True:
         mg.apply(q, p)
-        pq = mg.dot(p, q, count)
+        pq = mg.dot(p, q)
         if pq == 0.0 or rz == 0.0:
             progress.stalled = True
             return
         alpha = rz / pq
-        mg.axpby(x, 1.0, x, alpha, p, count)
-        mg.axpby(r_old, 1.0, r, 0.0, r, count)
-        mg.axpby(r, 1.0, r, -alpha, q, count)
-        if not progress.record(math.sqrt(mg.dot(r, r, count)) / scale):
+        mg.axpby(x, 1.0, x, alpha, p)
+        mg.axpby(r_old, 1.0, r, 0.0, r)
+        mg.axpby(r, 1.0, r, -alpha, q)
+        mg.residual(true_r, x, f)
+        if not progress.record(math.sqrt(mg.dot(true_r, true_r)) / scale):
             return
-        mg.zero(z, count)
+        mg.zero(z)
         mg.cycle(z, r)
-        rz_new = mg.dot(r, z, count)
-        beta = (rz_new - mg.dot(r_old, z, count)) / rz
-        mg.axpby(p, 1.0, z, beta, p, count)
+        rz_new = mg.dot(r, z)
+        beta = (rz_new - mg.dot(r_old, z)) / rz
+        mg.axpby(p, 1.0, z, beta, p)
         rz = rz_new
 
 
@@ -178,37 +182,50 @@ class PoissonSolver:
     many right-hand sides; everything on the device is made here, before the first solve.
 
     ``method``, ``dtype``, ``cycle``, ``pre``, ``post``, ``smoother``: as for :func:`solve`
-    (``dtype`` None: float64 where the device has it, else float32).
+    (``dtype`` None: float64 where the device has it, else float32). ``halo``: this rank's
+    slabs under MPI (:class:`oclsci.mpi.poisson.PoissonHalo`, made for
+    ``build_levels(shape)``); :meth:`solve` then takes and returns this rank's rows and every
+    rank calls it together.
     """
 
     def __init__(self, compute: ComputeContext, shape: tuple[int, int], *,
                  method: str = "multigrid", dtype: Any = None, cycle: str = "V",
-                 pre: int = 2, post: int = 2, smoother: str = "rbgs"):
+                 pre: int = 2, post: int = 2, smoother: str = "rbgs", halo: Any = None):
         check_options(DEFAULT_TOL, 1, method, cycle, pre, post, smoother)
         self.compute, self.method, self.shape = compute, method, tuple(shape)
         if dtype is None:
             dtype = np.float64 if compute.supports_fp64 else np.float32
         self.dtype = compute.check_dtype(check_dtype(dtype))
+        self.halo = halo
         self.mg: Multigrid | None = None
-        if method != "jacobi":
-            self.mg = Multigrid(compute, self.shape, self.dtype, cycle=cycle, pre=pre,
-                                post=post, smoother=smoother)
-            count = self.shape[0] * self.shape[1]
-            vectors = 2 + (1 if method == "multigrid" else 5)  # f, x and the work vectors
-            compute.check_allocation(self.mg.device_bytes() + vectors * count
-                                     * self.dtype.itemsize,
-                                     f"a {method} solve of {shape[0]} x {shape[1]}")
-            self._f, self._x = self.mg.empty(count), self.mg.empty(count)
-            self._work = [self.mg.empty(count) for _ in range(vectors - 2)]
+        if method == "jacobi":
+            if halo is not None:
+                raise InputError("--method jacobi does not run over MPI ranks here: use "
+                                 "`oclsci jacobi --tol`, which does")
+            return
+        self.mg = Multigrid(compute, build_levels(self.shape), self.dtype, cycle=cycle,
+                            pre=pre, post=post, smoother=smoother, halo=halo)
+        vectors = 2 + (1 if method == "multigrid" else 6)  # f, x and the work vectors
+        compute.check_allocation(self.mg.device_bytes() + vectors * self.mg.size(0)
+                                 * self.dtype.itemsize,
+                                 f"a {method} solve of {shape[0]} x {shape[1]}")
+        self._f, self._x = self.mg.vector(), self.mg.vector()
+        self._work = [self.mg.vector() for _ in range(vectors - 2)]
+
+    @property
+    def rows(self) -> tuple[int, int]:
+        """(first global row, row count) of the rows that :meth:`solve` takes and returns."""
+        return (0, self.shape[0]) if self.mg is None else self.mg.layout[0]
 
     def solve(self, rhs: Any, tol: float = DEFAULT_TOL, *, max_cycles: int = DEFAULT_MAX_CYCLES,
               should_stop: Callable[[], Any] | None = None) -> PoissonResult:
-        """Solve ``L x = rhs`` from zero (see :func:`solve`)."""
+        """Solve ``L x = rhs`` from zero (see :func:`solve`); ``rhs``: :attr:`rows` of it."""
         check_options(tol, max_cycles, self.method)
         values = validate_grid(rhs, "the right-hand side")
-        if values.shape != self.shape:
+        expected = (self.rows[1], self.shape[1])
+        if values.shape != expected:
             raise InputError(f"the right-hand side has shape {values.shape}, this solver "
-                             f"{self.shape}")
+                             f"takes {expected}")
         check_fits(values, self.dtype, "the right-hand side")
         host = np.ascontiguousarray(values, dtype=self.dtype)
         # Jacobi's residual falls slowly on large grids: only the cycles' stalls end a run.
@@ -218,26 +235,26 @@ class PoissonSolver:
             x, seconds, source, description = _jacobi(self.compute, host, self.dtype, progress)
             extra: dict = {"steps": (len(progress.history) - 1) * JACOBI_STEPS_PER_CYCLE}
         else:
-            mg, count = self.mg, host.size
-            self.mg.should_stop = should_stop if count >= POLL_INSIDE_CELLS else None
-            squares = np.dot(host.ravel().astype(np.float64), host.ravel().astype(np.float64))
-            scale = math.sqrt(float(squares)) or 1.0
-            cl.enqueue_copy(self.compute.queue, self._f, host)
+            mg = self.mg
+            big = self.shape[0] * self.shape[1] >= POLL_INSIDE_CELLS
+            mg.should_stop = should_stop if big else None
+            mg.upload(self._f, host)
+            squares = mg.dot(self._f, self._f)
+            scale = math.sqrt(squares) or 1.0
             stopwatch = self.compute.stopwatch()
             mg.first_event = None
-            mg.zero(self._x, count)
+            mg.zero(self._x)
             run = _multigrid if self.method == "multigrid" else _cg
-            run(mg, self._f, self._x, self._work, count, scale, progress)
+            run(mg, self._f, self._x, self._work, scale, progress)
             stopwatch.record(mg.first_event)
             stopwatch.record(mg.last_event)
             seconds = stopwatch.stop()
             source = stopwatch.source
-            x = np.empty(host.shape, self.dtype)
-            cl.enqueue_copy(self.compute.queue, x, self._x)
+            x = mg.download(self._x)
             description = mg.describe() if self.method == "multigrid" \
                 else f"conjugate gradients preconditioned by one {mg.describe()}"
             extra = {"levels": [level.shape for level in mg.levels]}
-        if not np.isfinite(x).all():
+        if not extremes_finite(x):
             raise InputError("the solution holds NaN or infinite values: the values overflow "
                              f"{self.dtype.name}")
         return PoissonResult(x=x, residuals=progress.history, method=self.method,

@@ -133,7 +133,7 @@ def lombscargle_cases() -> list[dict]:
 
 def poisson_cases() -> list[dict]:
     """The multigrid kernels through the solver: V and F cycles, both smoothers, CG (which
-    adds mg_apply, mg_dot and mg_axpby), both precisions, on grids of one cell, one row, one
+    adds the apply, dot and axpby kernels), both precisions, on grids of one cell, one row, one
     level below the coarsest and several levels."""
     if not _importable("oclsci.poisson", "solve"):
         return []

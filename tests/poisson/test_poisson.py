@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sparse
 import scipy.sparse.linalg as sparse_linalg
-from conftest import DEVICE_SPECS, assert_one_line_error, run_cli, start_cli
+from conftest import DEVICE_SPECS, assert_one_line_error, run_cli, start_cli, tool_missing
+from mpi_launch import assert_ok, mpi_missing, run_oclsci
 from signal_helpers import finish, wait_until_computing
 
 from oclsci.errors import InputError, Interrupted
@@ -159,13 +160,18 @@ def test_device_rate_per_v_cycle_at_most_0_15(any_compute, shape):
     assert max(rates) <= 0.15, rates
 
 
-def test_float32_stops_at_its_floor(any_compute):
-    """float32 cannot reach 1e-12: the run stops once the residual stalls, and says so."""
+@pytest.mark.parametrize("method", ["multigrid", "cg"])
+def test_float32_stops_at_its_floor(any_compute, method):
+    """float32 cannot reach 1e-12: the run stops once the true residual stalls, and says so
+    (CG's recurrence would go on falling below what its float32 x can give)."""
     rhs = np.random.default_rng(5).standard_normal((200, 200))
-    result = solve(rhs, 1e-12, dtype="float32", device=any_compute, max_cycles=60)
+    result = solve(rhs, 1e-12, dtype="float32", device=any_compute, max_cycles=60,
+                   method=method)
     assert result.stalled and not result.converged
-    assert result.cycles < 60 and result.residual < 1e-5
+    assert result.cycles < 60 and 1e-9 < result.residual < 1e-5
     assert result.x.dtype == np.float32
+    true = np.linalg.norm(rhs - laplacian(result.x)) / np.linalg.norm(rhs)
+    assert result.residual / 3 < true < 3 * result.residual  # rounding noise at the floor
 
 
 def test_jacobi_method_is_oclsci_jacobi(any_compute):
@@ -288,3 +294,82 @@ def test_cli_signal_stops_with_128_plus_n_and_no_output(tmp_path, signum):
     assert code == 128 + signum, stderr
     assert not out.exists()
     assert "Traceback" not in stderr
+
+
+# -- MPI --------------------------------------------------------------------------------------
+
+@pytest.fixture
+def mpi_ready():
+    if mpi_missing() is not None:
+        tool_missing(mpi_missing())
+
+
+@pytest.mark.parametrize("shape, options", [
+    ((37, 50), []),
+    ((9, 300), ["--cycle", "F"]),
+    ((130, 7), ["--smoother", "jacobi"]),
+])
+def test_mpi_multigrid_equals_one_device(mpi_ready, tmp_path, shape, options):
+    """Slabs of rows with ghost-row exchanges and the coarse levels on rank 0 go through the
+    one-device arithmetic: the solution is the same bit for bit (here)."""
+    np.save(tmp_path / "b.npy", np.random.default_rng(12).standard_normal(shape))
+    args = ["poisson", tmp_path / "b.npy", "--dtype", "float64", "--tol", "1e-10", "-q",
+            "--device", DEVICE_SPECS[0], *options]
+    assert_ok(run_oclsci([*args, "-o", tmp_path / "one.npy"]))
+    expected = np.load(tmp_path / "one.npy")
+    np.testing.assert_allclose(expected, direct_solve(np.load(tmp_path / "b.npy")),
+                               atol=1e-8 * np.abs(expected).max())
+    for ranks in (2, 4):
+        out = tmp_path / f"p{ranks}.npy"
+        assert_ok(run_oclsci([*args, "-o", out], ranks=ranks))
+        np.testing.assert_array_equal(np.load(out), expected)
+
+
+def test_mpi_cg_within_the_tolerance_and_summary(mpi_ready, tmp_path):
+    """CG's dot products are sums over ranks: the same solution to within rounding."""
+    rhs = np.random.default_rng(13).standard_normal((60, 41))
+    np.save(tmp_path / "b.npy", rhs)
+    args = ["poisson", tmp_path / "b.npy", "--dtype", "float64", "--tol", "1e-10",
+            "--method", "cg", "--device", DEVICE_SPECS[0]]
+    one = assert_ok(run_oclsci([*args, "-o", tmp_path / "one.npy"]))
+    three = assert_ok(run_oclsci([*args, "-o", tmp_path / "three.npy"], ranks=3))
+    expected, got = np.load(tmp_path / "one.npy"), np.load(tmp_path / "three.npy")
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
+    assert "mpi         3 ranks" in three.stdout and "mpi " not in one.stdout
+
+
+def test_mpi_refuses_jacobi_and_too_many_ranks(mpi_ready, tmp_path):
+    np.save(tmp_path / "b.npy", np.ones((3, 10)))
+    result = run_oclsci(["poisson", tmp_path / "b.npy", "--method", "jacobi", "--device",
+                         DEVICE_SPECS[0]], ranks=2)
+    assert result.returncode == 1 and "oclsci jacobi --tol" in result.stderr, result.stderr
+    result = run_oclsci(["poisson", tmp_path / "b.npy", "--device", DEVICE_SPECS[0]], ranks=4)
+    assert result.returncode == 1 and "4 MPI ranks for a grid of 3 rows" in result.stderr, \
+        result.stderr
+
+
+# -- the benchmark ----------------------------------------------------------------------------
+
+def test_bench_case_checks_every_method(any_compute, monkeypatch):
+    from oclsci.bench import failures, run_bench, to_markdown, validate
+    from oclsci.bench import poisson as bench_module
+
+    monkeypatch.setattr(bench_module, "QUICK_SIZE", 40)
+    report = run_bench(["poisson"], device=any_compute, quick=True, repeat=1,
+                       command_line=["oclsci", "bench", "poisson", "--quick"])
+    validate(report)
+    assert failures(report) == []
+    cases = report["cases"]
+    assert [c["problem"]["dtype"] for c in cases] == \
+        (["float64", "float32"] if any_compute.supports_fp64 else ["float32"])
+    names = [r["variant"] for r in cases[-1]["results"]]
+    assert names == ["scipy-direct", "multigrid", "multigrid-F", "cg", "jacobi"]
+    assert all(r["status"] == "ok" for c in cases for r in c["results"])
+    assert "Poisson 40x40" in to_markdown(report)
+
+
+def test_bench_poisson_is_named_only():
+    from oclsci.bench.runner import parse_workloads
+
+    assert "poisson" not in parse_workloads(["all"])
+    assert parse_workloads(["poisson"]) == ["poisson"]
