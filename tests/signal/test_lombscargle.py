@@ -106,7 +106,7 @@ def test_fast_math_within_its_stated_bound(compute, dtype):
     (True, 8, 4, ("vector", "vector")),     # PoCL: its vector sincos
     (True, 1, 1, ("bounded", "bounded")),   # Intel's CPU runtime vectorises work-items itself
     (True, 4, 0, ("vector", "bounded")),    # no preferred double vectors
-    (False, 1, 1, ("stride", "stride")),    # GPUs
+    (False, 1, 1, ("vector", "vector")),    # GPUs
 ])
 def test_auto_variant_follows_the_preferred_vector_width(is_cpu, float_width, double_width,
                                                          expected):
