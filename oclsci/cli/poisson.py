@@ -78,18 +78,25 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
             compute = create_context(device, quiet=quiet)
             result = solve(rhs, device=compute, should_stop=stop, **options)
     else:
-        problem = world.agree(lambda: _read(input_path) if world.is_root else None)
-        with StopFlag(raising=True) as stop:
+        read: dict = {}
+
+        def read_rhs():
+            read["problem"] = _read(input_path)
+            return read["problem"].rhs
+
+        with StopFlag() as stop:
             compute, result = poisson_distributed(
-                world, None if problem is None else problem.rhs, device=device,
+                world, read_rhs, device=device,
                 notify=None if quiet else functools.partial(click.echo, err=True),
-                should_stop=stop, **options)
+                stop_flag=stop, **options)
         if result is None:
             return
+        problem = read["problem"]
     written = write_outputs([(output, lambda: write_array(output, result.x))])
     if not result.converged:
-        why = "the residual stopped falling (the dtype's accuracy floor; try --dtype float64)" \
-            if result.stalled else f"--max-cycles {max_cycles} reached"
+        floor = "the residual stopped falling (the dtype's accuracy floor" + (
+            "; try --dtype float64)" if result.x.dtype == np.float32 else ")")
+        why = floor if result.stalled else f"--max-cycles {max_cycles} reached"
         warnings.warn(f"residual {result.residual:.3e} is above --tol {tol:g} after "
                       f"{result.cycles} cycles: {why}", OclsciWarning, stacklevel=1)
     if quiet:

@@ -178,27 +178,37 @@ def gather_rows(world: World, owned: np.ndarray, shape: tuple[int, int]) -> np.n
     return full
 
 
-def poisson_distributed(world: World, rhs: np.ndarray | None, *, device: str | None,
+def poisson_distributed(world: World, read_rhs: Any, *, device: str | None,
                         notify: Any = None, tol: float, max_cycles: int, method: str,
                         dtype: Any, cycle: str, pre: int, post: int, smoother: str,
-                        should_stop: Any = None) -> tuple[Any, Any]:
-    """``oclsci poisson`` over the ranks of ``world`` (collective): ``rhs`` is the whole
-    right-hand side on rank 0 (None elsewhere). Returns ``(compute, result)``: on rank 0 the
+                        stop_flag: Any = None) -> tuple[Any, Any]:
+    """``oclsci poisson`` over the ranks of ``world`` (collective): ``read_rhs()`` gives the
+    whole right-hand side, called on rank 0 only. Returns ``(compute, result)``: on rank 0 the
     :class:`~oclsci.poisson.PoissonResult` with the whole solution, the slowest rank's device
-    time and ``extra["mpi"]`` (how the ranks shared the levels); None elsewhere."""
-    return world.run_guarded(_distributed, world, rhs, device, notify, tol, max_cycles, method,
-                             dtype, cycle, pre, post, smoother, should_stop)
+    time and ``extra["mpi"]`` (how the ranks shared the levels); None elsewhere.
+
+    Errors are agreed: rank 0 raises its own, or the lowest failing rank's, the others exit
+    with the same code. ``stop_flag`` (a :class:`~oclsci.runtime.signals.StopFlag` that does
+    not raise) is polled by every rank at the same points and the answer agreed, so a signal
+    to any rank stops them all with 128 + its number.
+    """
+    return world.run_guarded(_distributed, world, read_rhs, device, notify, tol, max_cycles,
+                             method, dtype, cycle, pre, post, smoother, stop_flag)
 
 
-def _distributed(world: World, rhs, device, notify, tol, max_cycles, method, dtype, cycle, pre,
-                 post, smoother, should_stop):
+def _distributed(world: World, read_rhs, device, notify, tol, max_cycles, method, dtype,
+                 cycle, pre, post, smoother, stop_flag):
+    from oclsci.jacobi.checks import check_fits
     from oclsci.poisson.hierarchy import build_levels
     from oclsci.poisson.solve import PoissonSolver
 
+    rhs = world.agree(lambda: read_rhs() if world.is_root else None)
     shape = world.bcast(None if rhs is None else tuple(rhs.shape))
     compute = world.open_device(device, notify)
     if dtype is None:  # rank 0's device decides, so that every rank computes alike
         dtype = world.bcast("float64" if compute.supports_fp64 else "float32")
+    world.agree(lambda: check_fits(rhs, dtype, "the right-hand side") if world.is_root
+                else None)
 
     def make() -> PoissonSolver:
         halo = PoissonHalo(world, compute, build_levels(shape), dtype=np.dtype(dtype),
@@ -206,9 +216,14 @@ def _distributed(world: World, rhs, device, notify, tol, max_cycles, method, dty
         return PoissonSolver(compute, shape, method=method, dtype=dtype, cycle=cycle, pre=pre,
                              post=post, smoother=smoother, halo=halo)
 
+    def agreed_stop() -> int:
+        mine = stop_flag.signum if stop_flag is not None and stop_flag() else 0
+        return int(world.comm.allreduce(int(mine or 0), op=world.MPI.MAX))
+
     solver = world.agree(make)
     rows = scatter_rows(world, rhs, solver.rows, shape[1], solver.dtype)
-    result = solver.solve(rows, tol, max_cycles=max_cycles, should_stop=should_stop)
+    result = world.agree(lambda: solver.solve(rows, tol, max_cycles=max_cycles,
+                                              should_stop=agreed_stop))
     x = gather_rows(world, result.x, shape)
     seconds = world.allreduce_max(result.device_seconds)
     if not world.is_root:

@@ -20,6 +20,7 @@ import numpy as np
 from oclsci.errors import InputError, OclsciError, first_line
 from oclsci.runtime.binding import node_name, visible_gpus
 from oclsci.runtime.device import create_context, node_local_rank
+from oclsci.runtime.signals import helper_threads_blocked
 from oclsci.runtime.streams import wait_until_read
 
 # Launcher variables holding the number of ranks, in order of trust.
@@ -87,8 +88,9 @@ def mpi_world(environ: dict[str, str] | None = None) -> World | None:
         _WORLD = None
         return None
     announced = launcher_world_size(environ)
-    try:  # only now: importing mpi4py starts MPI
-        from mpi4py import MPI
+    try:  # only now: importing mpi4py starts MPI (its threads without the stop signals)
+        with helper_threads_blocked():
+            from mpi4py import MPI
     except ImportError as error:
         raise InputError(
             f"started as {announced or 'several'} MPI ranks but mpi4py cannot be imported "

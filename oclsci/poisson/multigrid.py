@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import InputError
+from oclsci.errors import InputError, Interrupted
 from oclsci.poisson.hierarchy import COARSEST_CELLS, Level
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
@@ -60,6 +60,28 @@ class SlabHalo(Protocol):
         """Solve level ``gather_level`` (``u``, ``f``: this rank's slabs) by one cycle."""
 
 
+def stopped(answer: Any, where: str) -> Interrupted:
+    """The error for a true answer of ``should_stop()``: exit code 128 + the answer when it
+    is a signal's number, else 1."""
+    code = 128 + answer if type(answer) is int else 1
+    return Interrupted(f"stopped by a signal {where}; no output written", exit_code=code)
+
+
+class _StopPoll:
+    """The poll a recorded cycle calls between the finest level's steps; it holds the queue and
+    ``should_stop``, not the :class:`Multigrid`, so that a plan makes no reference cycle."""
+
+    def __init__(self, queue: Any):
+        self.queue, self.should_stop = queue, None
+
+    def __call__(self) -> None:
+        if self.should_stop is not None:
+            self.queue.finish()
+            answer = self.should_stop()
+            if answer:
+                raise stopped(answer, "during a cycle")
+
+
 def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
@@ -80,7 +102,8 @@ class Multigrid:
     ``cycle``: "V" or "F"; ``pre``, ``post``: smoothing sweeps before and after the coarse
     correction; ``smoother``: "rbgs" (red-black Gauss-Seidel) or "jacobi" (weighted, 4/5).
     ``halo``: this rank's slabs under MPI (None: every level whole on this device).
-    ``should_stop``, when set, is polled between the finest level's steps (it raises to stop).
+    :attr:`should_stop`, when set, is polled between the finest level's steps; a true answer
+    raises :class:`~oclsci.errors.Interrupted`.
     """
 
     def __init__(self, compute: ComputeContext, levels: list[Level], dtype: Any, *,
@@ -104,7 +127,7 @@ class Multigrid:
         self._recording: list | None = None
         self.first_event: Any = None  # of the immediate launches since reset (timing)
         self.last_event: Any = None
-        self.should_stop: Any = None
+        self._stop_poll = _StopPoll(compute.queue)
         self._plans: dict[tuple, tuple] = {}
         self.kernels = {name: programs.get_kernel(compute, TEMPLATE, name=KERNEL_PREFIX + name,
                                                   **self._params)
@@ -317,7 +340,7 @@ class Multigrid:
             return
         self.smooth(u, f, index, self.pre)
         if index == 0:
-            self._host_step(self._poll)
+            self._host_step(self._stop_poll)
         self.residual(data["r"], u, f, index)
         self._exchange(data["r"], index)
         below, (mc, nc, row0c, _) = self._data[index + 1], self._shape(index + 1)
@@ -335,13 +358,21 @@ class Multigrid:
                    below["row_interp"], below["col_lower"], below["col_interp"], m, n, row0,
                    nc, row0c, mcg)
         if index == 0:
-            self._host_step(self._poll)
+            self._host_step(self._stop_poll)
         self.smooth(u, f, index, self.post)
 
-    def _poll(self) -> None:
-        if self.should_stop is not None:
-            self.compute.queue.finish()
-            self.should_stop()
+    @property
+    def should_stop(self) -> Any:
+        """Polled between the finest level's steps when set (None: not polled)."""
+        return self._stop_poll.should_stop
+
+    @should_stop.setter
+    def should_stop(self, function: Any) -> None:
+        self._stop_poll.should_stop = function
+
+    def release(self) -> None:
+        """Forget the recorded cycles (they keep their buffers and kernels alive)."""
+        self._plans.clear()
 
     def describe(self) -> str:
         """The cycle in words, for the summary."""

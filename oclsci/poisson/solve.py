@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.errors import InputError, Interrupted
+from oclsci.errors import InputError
 from oclsci.jacobi.checks import check_dtype, check_fits, extremes_finite, validate_grid
 from oclsci.poisson.hierarchy import build_levels
-from oclsci.poisson.multigrid import POLL_INSIDE_CELLS, Multigrid, check_cycle
+from oclsci.poisson.multigrid import POLL_INSIDE_CELLS, Multigrid, check_cycle, stopped
 from oclsci.runtime.device import ComputeContext, as_compute_context
 
 METHODS = ("multigrid", "cg", "jacobi")
@@ -110,11 +110,9 @@ class _Progress:
             self.stalled = True
             return False
         if self.should_stop is not None:
-            stop = self.should_stop()
-            if stop:
-                code = 128 + stop if type(stop) is int else 1
-                raise Interrupted(f"stopped by a signal after {cycles} cycles; no output "
-                                  "written", exit_code=code)
+            answer = self.should_stop()
+            if answer:
+                raise stopped(answer, f"after {cycles} cycles")
         return cycles < self.max_cycles
 
 
@@ -254,7 +252,10 @@ class PoissonSolver:
             description = mg.describe() if self.method == "multigrid" \
                 else f"conjugate gradients preconditioned by one {mg.describe()}"
             extra = {"levels": [level.shape for level in mg.levels]}
-        if not extremes_finite(x):
+        bad = not extremes_finite(x)
+        if self.halo is not None:  # every rank raises alike (under MPI, x is this rank's rows)
+            bad = self.halo.allreduce_sum(float(bad)) > 0
+        if bad:
             raise InputError("the solution holds NaN or infinite values: the values overflow "
                              f"{self.dtype.name}")
         return PoissonResult(x=x, residuals=progress.history, method=self.method,

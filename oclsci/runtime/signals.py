@@ -18,7 +18,9 @@ so that a second SIGTERM cannot interrupt the checkpoint that the first one aske
 
 from __future__ import annotations
 
+import contextlib
 import signal
+from collections.abc import Iterator
 from typing import Any
 
 EXIT_SIGNAL_BASE = 128
@@ -85,12 +87,25 @@ def install_exit_handlers() -> None:
     """
     for signum in EXIT_SIGNALS:
         _install(signum, _raise_signal_exit)
-    if _CAN_BLOCK:
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELPER_THREADS_BLOCK)
-        try:
-            import numpy  # noqa: F401 - starts the BLAS threads, which inherit this mask
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+    with helper_threads_blocked():
+        import numpy  # noqa: F401 - starts the BLAS threads, which inherit this mask
+
+
+@contextlib.contextmanager
+def helper_threads_blocked() -> Iterator[None]:
+    """Block the stop signals in the main thread while the block runs, so that the threads
+    it starts (NumPy's BLAS, MPI's progress and launcher threads) inherit the mask and every
+    stop signal goes to the main thread. Without it, a thread of MPI could take a SIGTERM
+    while PoCL's LLVM compiles, and LLVM's own handler would delete the compiler's temporary
+    files under it (seen: a kernel build failing on one rank)."""
+    if not _CAN_BLOCK:
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELPER_THREADS_BLOCK)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def reclaim_handlers() -> None:

@@ -3,6 +3,7 @@ solve and the NumPy reference, on every test device."""
 
 from __future__ import annotations
 
+import os
 import signal
 
 import numpy as np
@@ -223,6 +224,37 @@ def test_should_stop_ends_the_solve(any_compute):
         solve(rhs, 1e-14, device=any_compute, should_stop=should_stop)
 
 
+def test_stop_inside_a_cycle_on_large_grids(any_compute, monkeypatch):
+    """Grids past POLL_INSIDE_CELLS poll between the finest level's steps; a true answer
+    stops the solve there (it is not only a callable that raises)."""
+    import importlib
+
+    solve_module = importlib.import_module("oclsci.poisson.solve")  # not the function
+    monkeypatch.setattr(solve_module, "POLL_INSIDE_CELLS", 100)
+    answers = iter([False, False, 15])  # the first cycle's two polls pass, then SIGTERM
+    rhs = np.random.default_rng(6).standard_normal((20, 20))
+    with pytest.raises(Interrupted, match="during a cycle") as caught:
+        solve(rhs, 1e-14, device=any_compute, should_stop=lambda: next(answers, 15))
+    assert caught.value.exit_code == 128 + 15
+
+
+def test_a_dropped_solver_frees_its_buffers_without_the_cycle_collector(any_compute):
+    import gc
+    import weakref
+
+    from oclsci.poisson import PoissonSolver
+
+    solver = PoissonSolver(any_compute, (100, 100), dtype="float32")
+    solver.solve(np.ones((100, 100)), 1e-3)  # records a cycle's plan
+    multigrid = weakref.ref(solver.mg)
+    gc.disable()
+    try:
+        del solver
+        assert multigrid() is None
+    finally:
+        gc.enable()
+
+
 # -- the command ------------------------------------------------------------------------------
 
 def _device() -> list[str]:
@@ -306,6 +338,7 @@ def mpi_ready():
 
 @pytest.mark.parametrize("shape, options", [
     ((37, 50), []),
+    ((200, 200), []),  # on 3 ranks: levels 0 and 1 in slabs, level 2 gathered
     ((9, 300), ["--cycle", "F"]),
     ((130, 7), ["--smoother", "jacobi"]),
 ])
@@ -319,7 +352,7 @@ def test_mpi_multigrid_equals_one_device(mpi_ready, tmp_path, shape, options):
     expected = np.load(tmp_path / "one.npy")
     np.testing.assert_allclose(expected, direct_solve(np.load(tmp_path / "b.npy")),
                                atol=1e-8 * np.abs(expected).max())
-    for ranks in (2, 4):
+    for ranks in (2, 3, 4):
         out = tmp_path / f"p{ranks}.npy"
         assert_ok(run_oclsci([*args, "-o", out], ranks=ranks))
         np.testing.assert_array_equal(np.load(out), expected)
@@ -336,6 +369,53 @@ def test_mpi_cg_within_the_tolerance_and_summary(mpi_ready, tmp_path):
     expected, got = np.load(tmp_path / "one.npy"), np.load(tmp_path / "three.npy")
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * np.abs(expected).max())
     assert "mpi         3 ranks" in three.stdout and "mpi " not in one.stdout
+
+
+@pytest.mark.slow
+def test_mpi_signal_to_one_rank_stops_every_rank(mpi_ready, tmp_path):
+    """SIGTERM to the last rank, sent once it computes (it then collects signals): every rank
+    agrees at the next poll, one error line, exit 128 + 15, no output."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from mpi_launch import launch_env, mpiexec_command
+    from signal_helpers import HANG, _computing
+
+    np.save(tmp_path / "b.npy", np.random.default_rng(14).standard_normal((200, 200)))
+    out = tmp_path / "never.npy"
+    command = [*mpiexec_command(), "-n", "2", sys.executable, "-m", "oclsci", "poisson",
+               str(tmp_path / "b.npy"), "--dtype", "float64", "--tol", "1e-300",
+               "--max-cycles", "100000", "-o", str(out), "--device", DEVICE_SPECS[0]]
+    process = subprocess.Popen(command, env=launch_env(), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def ranks() -> list[int]:
+            found = []
+            for entry in Path("/proc").iterdir():
+                try:
+                    argv = (entry / "cmdline").read_bytes().split(b"\0")
+                except OSError:
+                    continue
+                if str(out).encode() in argv and b"oclsci" in argv and \
+                        not any(b"mpiexec" in a for a in argv[:1]):
+                    found.append(int(entry.name))
+            return sorted(found)
+
+        deadline = time.monotonic() + HANG
+        while not (len(ranks()) == 2 and _computing(ranks()[-1])):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "the ranks never started computing"
+            time.sleep(0.05)
+        os.kill(ranks()[-1], signal.SIGTERM)
+        _, stderr = process.communicate(timeout=HANG)
+    finally:
+        process.kill()
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("oclsci: error:")]
+    assert len(errors) == 1 and "stopped by a signal" in errors[0], stderr
+    assert "Traceback" not in stderr and not out.exists()
 
 
 def test_mpi_refuses_jacobi_and_too_many_ranks(mpi_ready, tmp_path):
