@@ -336,6 +336,7 @@ def mpi_ready():
         tool_missing(mpi_missing())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape, options", [
     ((37, 50), []),
     ((200, 200), []),  # on 3 ranks: levels 0 and 1 in slabs, level 2 gathered
@@ -358,6 +359,7 @@ def test_mpi_multigrid_equals_one_device(mpi_ready, tmp_path, shape, options):
         np.testing.assert_array_equal(np.load(out), expected)
 
 
+@pytest.mark.slow
 def test_mpi_cg_within_the_tolerance_and_summary(mpi_ready, tmp_path):
     """CG's dot products are sums over ranks: the same solution to within rounding."""
     rhs = np.random.default_rng(13).standard_normal((60, 41))
@@ -418,6 +420,7 @@ def test_mpi_signal_to_one_rank_stops_every_rank(mpi_ready, tmp_path):
     assert "Traceback" not in stderr and not out.exists()
 
 
+@pytest.mark.slow
 def test_mpi_refuses_jacobi_and_too_many_ranks(mpi_ready, tmp_path):
     np.save(tmp_path / "b.npy", np.ones((3, 10)))
     result = run_oclsci(["poisson", tmp_path / "b.npy", "--method", "jacobi", "--device",
