@@ -97,6 +97,23 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
         print_summary(outcome)
 
 
+def problem_lines(compute, problem: Problem, x: np.ndarray) -> list[str]:
+    """The summary's first lines: device, input, grid (shared by `jacobi` and `poisson`)."""
+    m, n = x.shape
+    return [f"device      {compute.spec} {compute.name}",
+            f"input       {problem.source}",
+            f"grid        {m} x {n} {x.dtype.name}"]
+
+
+def picture_error_lines(problem: Problem, x: np.ndarray) -> list[str]:
+    """The error against the original picture, when the problem came from one."""
+    if problem.original is None:
+        return []
+    error = np.abs(x.astype(np.float64) - problem.original)
+    return [f"error       max {error.max():.4g}, rms {np.sqrt(np.mean(error**2)):.4g} "
+            "against the original picture (0..255)"]
+
+
 def print_summary(outcome: JacobiOutcome) -> None:
     """Print the end-of-run summary (device, grid, kernel, timings, residual)."""
     result, problem, x = outcome.result, outcome.problem, outcome.x
@@ -104,10 +121,7 @@ def print_summary(outcome: JacobiOutcome) -> None:
     steps = result.extra["steps_run"]
     this_run = f" ({steps} in this run)" if steps != result.iterations else ""
     converged = " (converged: residual below --tol)" if result.converged else ""
-    lines = [
-        f"device      {outcome.compute.spec} {outcome.compute.name}",
-        f"input       {problem.source}",
-        f"grid        {m} x {n} {x.dtype.name}",
+    lines = problem_lines(outcome.compute, problem, x) + [
         f"kernel      {result.config.describe()}",
         f"iterations  {result.iterations}{this_run}{converged}",
         f"device time {result.device_seconds:.4f} s ({result.timing_source}); "
@@ -117,10 +131,7 @@ def print_summary(outcome: JacobiOutcome) -> None:
         lines.append(f"per step    {result.us_per_iteration:.3f} us, "
                      f"{result.cell_updates_per_second(m * n) / 1e9:.3f} G cell updates/s")
     lines.append(f"residual    {result.residual:.3e} (||L x - B|| / ||B||)")
-    if problem.original is not None:
-        error = np.abs(x.astype(np.float64) - problem.original)
-        lines.append(f"error       max {error.max():.4g}, rms {np.sqrt(np.mean(error**2)):.4g} "
-                     "against the original picture (0..255)")
+    lines += picture_error_lines(problem, x)
     if outcome.distribution:
         lines.append(f"mpi         {outcome.distribution}")
     click.echo("\n".join(lines))

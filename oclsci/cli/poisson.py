@@ -12,6 +12,7 @@ import warnings
 import click
 import numpy as np
 
+from oclsci.cli.jacobi import picture_error_lines, problem_lines
 from oclsci.cli.options import device_option, quiet_option
 from oclsci.errors import OclsciWarning
 from oclsci.io import check_output_path, write_array, write_outputs
@@ -112,13 +113,8 @@ def _read(input_path: str | None):
 
 def print_summary(compute, problem, result: PoissonResult, written: list[str]) -> None:
     """Print the end-of-run summary (device, grid, method, cycles, residuals, error)."""
-    x = result.x
-    m, n = x.shape
     verdict = "converged" if result.converged else "NOT converged"
-    lines = [
-        f"device      {compute.spec} {compute.name}",
-        f"input       {problem.source}",
-        f"grid        {m} x {n} {x.dtype.name}",
+    lines = problem_lines(compute, problem, result.x) + [
         f"method      {result.method}: {result.description}",
         f"cycles      {result.cycles} ({verdict}; mean reduction per cycle "
         f"{result.rate():.3g})",
@@ -129,9 +125,6 @@ def print_summary(compute, problem, result: PoissonResult, written: list[str]) -
     ]
     if result.extra.get("mpi"):
         lines.append(f"mpi         {result.extra['mpi']}")
-    if problem.original is not None:
-        error = np.abs(x.astype(np.float64) - problem.original)
-        lines.append(f"error       max {error.max():.4g}, rms {np.sqrt(np.mean(error**2)):.4g} "
-                     "against the original picture (0..255)")
+    lines += picture_error_lines(problem, result.x)
     lines += [f"wrote       {path}" for path in written]
     click.echo("\n".join(lines))
