@@ -17,8 +17,9 @@ number of ranks. See docs/mpi.md.
 Modules: :mod:`.world` (launcher detection, :class:`World`, per-rank caches, errors and
 abort), :mod:`.slabs` (decomposition, :class:`SlabHalo`), :mod:`.jacobi`
 (:class:`DistributedJacobi`, scatter/gather, :class:`SlabPlacement`, which runs the Jacobi
-driver :func:`oclsci.jacobi.driver.run_job` over the ranks), :mod:`.mandelbrot` (bands of rows)
-and :mod:`.lombscargle` (bands of frequencies). Nothing here prints or imports the command
+driver :func:`oclsci.jacobi.driver.run_job` over the ranks), :mod:`.mandelbrot` (bands of rows),
+:mod:`.lombscargle` (bands of frequencies) and :mod:`.poisson` (the multigrid's levels in slabs
+of rows, the coarse ones on rank 0). Nothing here prints or imports the command
 line: rank 0's device lines go to a ``notify`` callback, summaries are returned.
 """
 
