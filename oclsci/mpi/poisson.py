@@ -66,6 +66,7 @@ class PoissonHalo:
         self.options = options
         self._sub: Multigrid | None = None
         self._sub_buffers: tuple = ()
+        self._rows: dict[int, tuple] = {}
 
     def rows(self, index: int) -> tuple[int, int]:
         """(first global row, row count) of this rank's slab on level ``index``."""
@@ -87,14 +88,12 @@ class PoissonHalo:
             return
         world, queue = self.world, self.compute.queue
         _, rows = self.rows(index)
-        n, size = self.levels[index].shape[1], self._row_bytes(index)
-        dtype = np.dtype(self.options["dtype"])
-        first, last = np.empty(n, dtype), np.empty(n, dtype)
+        size = self._row_bytes(index)
+        first, last, above, below = self._host_rows(index)
         cl.enqueue_copy(queue, first, buffer, src_offset=size)
         cl.enqueue_copy(queue, last, buffer, src_offset=rows * size)
         up = world.rank - 1 if world.rank > 0 else world.MPI.PROC_NULL
         down = world.rank + 1 if world.rank < world.size - 1 else world.MPI.PROC_NULL
-        above, below = np.zeros(n, dtype), np.zeros(n, dtype)
         world.comm.Sendrecv(first, dest=up, sendtag=TAG_GHOST_UP, recvbuf=below, source=down,
                             recvtag=TAG_GHOST_UP)
         world.comm.Sendrecv(last, dest=down, sendtag=TAG_GHOST_DOWN, recvbuf=above, source=up,
@@ -103,6 +102,13 @@ class PoissonHalo:
             cl.enqueue_copy(queue, buffer, above, dst_offset=0)
         if world.rank < world.size - 1:
             cl.enqueue_copy(queue, buffer, below, dst_offset=(rows + 1) * size)
+
+    def _host_rows(self, index: int) -> tuple:
+        """Four host rows of level ``index`` for :meth:`exchange`, made once per level."""
+        if index not in self._rows:
+            n, dtype = self.levels[index].shape[1], np.dtype(self.options["dtype"])
+            self._rows[index] = tuple(np.zeros(n, dtype) for _ in range(4))
+        return self._rows[index]
 
     def _owned(self, buffer: Any, index: int) -> np.ndarray:
         _, rows = self.rows(index)

@@ -123,9 +123,10 @@ class Level:
 
     def coarse_sweeps(self) -> int:
         """Red-black sweeps that reduce this level's error by :data:`COARSE_REDUCTION` whatever
-        the error: the fewest k with ||S^k||_2 below it, S the matrix of one sweep (the
-        coarsest level has at most a few dozen cells; the spectral radius alone would
-        promise too much, S being far from normal on uneven levels)."""
+        the error: the fewest k with ||S^k|| below it, S the matrix of one sweep and the
+        Frobenius norm a cheap upper bound of the 2-norm (the coarsest level has at most a
+        few dozen cells; the spectral radius alone would promise too much, S being far from
+        normal on uneven levels)."""
         from oclsci.poisson.reference import smooth_red_black  # it imports this module
 
         m, n = self.shape
@@ -140,7 +141,7 @@ class Level:
             sweep[:, k] = u.ravel()
         power = sweep
         for sweeps in range(1, MAX_COARSE_SWEEPS + 1):
-            if np.linalg.norm(power, 2) <= COARSE_REDUCTION:
+            if np.linalg.norm(power) <= COARSE_REDUCTION:
                 return sweeps
             power = sweep @ power
         return MAX_COARSE_SWEEPS

@@ -185,7 +185,9 @@ class Multigrid:
         return buffer
 
     def upload(self, buffer: Any, values: np.ndarray) -> None:
-        """Write this rank's rows ``values`` (rows x n) into a finest-level ``buffer``."""
+        """Write this rank's rows ``values`` (rows x n) into a finest-level ``buffer``, with
+        zero ghost rows. The whole buffer is written: after a partial host write into a buffer
+        that a kernel wrote, Oclgrind 21.10 reads the kernel's values as uninitialised."""
         n = self.levels[0].shape[1]
         padded = np.zeros((values.shape[0] + 2, n), self.dtype)
         padded[1:-1] = values
@@ -194,9 +196,10 @@ class Multigrid:
     def download(self, buffer: Any) -> np.ndarray:
         """This rank's rows of a finest-level ``buffer``."""
         rows, n = self.layout[0][1], self.levels[0].shape[1]
-        padded = np.empty((rows + 2, n), self.dtype)
-        cl.enqueue_copy(self.compute.queue, padded, buffer)
-        return padded[1:-1]
+        out = np.empty((rows, n), self.dtype)
+        if rows:
+            cl.enqueue_copy(self.compute.queue, out, buffer, src_offset=n * self.dtype.itemsize)
+        return out
 
     # -- launches ----------------------------------------------------------------------------
 

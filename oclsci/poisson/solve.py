@@ -281,10 +281,12 @@ def solve(rhs: Any, tol: float = DEFAULT_TOL, *, method: str = "multigrid",
     """
     check_options(tol, max_cycles, method, cycle, pre, post, smoother)
     compute = as_compute_context(device)
-    values = validate_grid(rhs, "the right-hand side")
-    solver = PoissonSolver(compute, values.shape, method=method, dtype=dtype, cycle=cycle,
-                           pre=pre, post=post, smoother=smoother)
-    return solver.solve(values, tol, max_cycles=max_cycles, should_stop=should_stop)
+    shape = np.shape(rhs)
+    if len(shape) != 2 or 0 in shape:
+        validate_grid(rhs, "the right-hand side")  # says what is wrong; solver.solve checks
+    solver = PoissonSolver(compute, shape, method=method, dtype=dtype, cycle=cycle, pre=pre,
+                           post=post, smoother=smoother)
+    return solver.solve(rhs, tol, max_cycles=max_cycles, should_stop=should_stop)
 
 
 __all__ = ["METHODS", "PoissonResult", "PoissonSolver", "solve"]
