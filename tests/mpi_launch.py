@@ -15,7 +15,7 @@ from conftest import DEVICE_SPECS, REPO_ROOT
 # Set by a launcher for its ranks: a test's own mpiexec must not see them.
 LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_SIZE", "PMI_RANK",
                       "PMIX_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_STEP_NUM_TASKS", "OCLSCI_MPI",
-                      "OCLSCI_MPI_EXCHANGE_EVERY", "PYOPENCL_CTX")
+                      "OCLSCI_MPI_EXCHANGE_EVERY", "OCLSCI_MPI_OVERLAP", "PYOPENCL_CTX")
 # `python FAILING_RANK RANK WHEN ARGS...`: oclsci ARGS with a failure injected on one rank.
 FAILING_RANK = REPO_ROOT / "tests" / "mpi" / "mpi_failing_rank.py"
 

@@ -15,7 +15,8 @@ same arithmetic as on one device, so results are bit-identical to the one-device
 number of ranks. See docs/mpi.md.
 
 Modules: :mod:`.world` (launcher detection, :class:`World`, per-rank caches, errors and
-abort), :mod:`.slabs` (decomposition, :class:`SlabHalo`), :mod:`.jacobi`
+abort), :mod:`.slabs` (decomposition, :class:`SlabHalo`), :mod:`.overlap` (the exchange hidden
+behind the interior's steps), :mod:`.jacobi`
 (:class:`DistributedJacobi`, scatter/gather, :class:`SlabPlacement`, which runs the Jacobi
 driver :func:`oclsci.jacobi.driver.run_job` over the ranks), :mod:`.mandelbrot` (bands of rows),
 :mod:`.lombscargle` (bands of frequencies) and :mod:`.poisson` (the multigrid's levels in slabs
@@ -43,6 +44,7 @@ from oclsci.mpi.mandelbrot import (
     rank_bands,
     resolve_bands_per_rank,
 )
+from oclsci.mpi.overlap import OverlappedSlab, sub_slabs, wants_overlap
 from oclsci.mpi.slabs import (
     DEFAULT_MIN_EXCHANGE_STEPS,
     Decomposition,
@@ -77,5 +79,5 @@ __all__ = [
     "Decomposition", "Slab", "SlabHalo", "exchange_period", "split_rows", "MAX_MESSAGE_BYTES",
     "PRESENCE_VARIABLES", "SIZE_VARIABLES", "TAG_GATHER", "TAG_HALO", "TAG_SCATTER",
     "RankError", "World", "exit_code_of", "launcher_world_size", "mpi_world", "one_line",
-    "use_rank_cache_dirs", "wants_mpi",
+    "use_rank_cache_dirs", "wants_mpi", "OverlappedSlab", "sub_slabs", "wants_overlap",
 ]

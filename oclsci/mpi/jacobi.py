@@ -18,6 +18,7 @@ from oclsci.jacobi.driver import JacobiOutcome, ProgressFactory, run_job
 from oclsci.jacobi.job import JacobiJob, Problem, Start
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
+from oclsci.mpi.overlap import OverlappedSlab, sub_slabs, wants_overlap
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.runtime.signals import StopFlag
@@ -88,11 +89,17 @@ class DistributedJacobi:
         rhs_rows = self._rows(rhs, rhs_dtype)
         x0_rows = None if x0 is None and x0_dtype is None else self._rows(x0, x0_dtype)
 
-        def build() -> JacobiSolver:
-            return JacobiSolver(compute, rhs_rows, x0=x0_rows, dtype=self.dtype, config=config)
-
-        self.solver = world.agree(build)
-        self.halo = SlabHalo(world, self.decomposition, self.period)
+        pieces = (sub_slabs(self.decomposition)
+                  if world.size > 1 and world.agree(wants_overlap, compute) else None)
+        if pieces is not None:
+            self.solver = world.agree(lambda: OverlappedSlab(
+                world, compute, self.slab, pieces, rhs_rows, x0_rows, dtype=self.dtype,
+                config=config, period=self.period))
+            self.halo = self.solver
+        else:
+            self.solver = world.agree(lambda: JacobiSolver(compute, rhs_rows, x0=x0_rows,
+                                                           dtype=self.dtype, config=config))
+            self.halo = SlabHalo(world, self.decomposition, self.period)
 
     def _rows(self, source: Any, dtype: str) -> np.ndarray:
         if callable(source):
@@ -122,8 +129,10 @@ class DistributedJacobi:
         sizes = sorted({slab.rows for slab in self.decomposition.slabs})
         rows = "-".join(str(v) for v in (sizes[0], sizes[-1])) if len(sizes) > 1 \
             else str(sizes[0])
-        return (f"{self.world.size} ranks, 1-D slabs of {rows} rows, {self.decomposition.halo} "
-                f"ghost rows per side, exchange every {self.period} steps")
+        overlap = f" ({self.solver.describe()} on rank 0)" if self.halo is self.solver else ""
+        return (f"{self.world.size} ranks, 1-D slabs of {rows} rows{overlap}, "
+                f"{self.decomposition.halo} ghost rows per side, exchange every {self.period} "
+                "steps")
 
 
 # --------------------------------------------------------------------------------------------
@@ -181,6 +190,11 @@ class SlabPlacement:
         distribution = (f"{solve.describe()}; {solve.halo.exchanges} exchanges, "
                         f"{exchange_seconds:.4f} s at most on a rank ({phases}, each the "
                         f"largest on a rank)")
+        exposed = solve.halo.exposed_seconds
+        if exposed is not None:
+            exposed = self.world.allreduce_max(exposed)
+            distribution += (f", hidden behind the interior's steps but for {exposed:.4f} s "
+                             "that a device waited (at most on a rank)")
         return dataclasses.replace(result, device_seconds=device_seconds,
                                    wall_seconds=wall_seconds), distribution
 

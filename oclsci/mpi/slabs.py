@@ -79,11 +79,18 @@ class Decomposition:
         if parts > m:
             raise InputError(f"{parts} MPI ranks for a grid of {m} rows: each rank needs at "
                              f"least one row; use at most {m} ranks")
+        return cls.from_bounds(m, n, split_rows(m, parts), halo)
+
+    @classmethod
+    def from_bounds(cls, m: int, n: int, bounds: list[tuple[int, int]],
+                    halo: int) -> Decomposition:
+        """Slabs owning rows ``first..stop-1`` for each ``(first, stop)`` of ``bounds``
+        (contiguous, in order, covering 0..m-1)."""
         if halo < 1:
             raise InputError(f"halo width must be >= 1, got {halo}")
-        slabs = tuple(Slab(rank, first, stop, max(0, first - halo), min(m, stop + halo))
-                      for rank, (first, stop) in enumerate(split_rows(m, parts)))
-        return cls(m, n, parts, halo, slabs)
+        slabs = tuple(Slab(index, first, stop, max(0, first - halo), min(m, stop + halo))
+                      for index, (first, stop) in enumerate(bounds))
+        return cls(m, n, len(slabs), halo, slabs)
 
     def needed(self, rank: int) -> list[tuple[int, int]]:
         """Global rows ``(start, stop)`` that ``rank`` receives at each exchange: its ghost
@@ -147,6 +154,9 @@ class SlabHalo:
     need to the host, sends them (all non-blocking, both neighbours at once), then writes the
     received rows into the local grid; ``allreduce_sum`` and ``agree`` work over ranks.
     """
+
+    #: Not overlapped: the device waits for all of every exchange (see OverlappedSlab).
+    exposed_seconds = None
 
     def __init__(self, world: World, decomposition: Decomposition, period: int | None = None):
         self.world = world

@@ -312,6 +312,16 @@ class ComputeContext:
             self.profiling = False
         # Programs and kernels built for this context (see oclsci.runtime.programs).
         self.program_cache: dict = {}
+        self._copy_queue: Any = None
+
+    @property
+    def copy_queue(self) -> Any:
+        """A second in-order queue on the device (made on first use, profiling like
+        ``queue``): copies enqueued there run beside the kernels of ``queue``."""
+        if self._copy_queue is None:
+            properties = cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0
+            self._copy_queue = cl.CommandQueue(self.context, properties=properties)
+        return self._copy_queue
 
     @property
     def name(self) -> str:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -178,13 +179,44 @@ def test_aborting_rank_waits_until_its_error_line_is_read(tmp_path):
     assert wait_until_read(object(), 0.05) is True
 
 
-@pytest.mark.parametrize("m,n,parts,period,steps", [(37, 6, 4, 8, 21), (29, 5, 3, 16, 50),
-                                                     (12, 4, 4, 5, 17), (40, 3, 2, 1, 9)])
-def test_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
-    """Ghost rows, a stale fixed row and an exchange every `period` steps give exact rows."""
-    rng = np.random.default_rng(m * n)
-    rhs = rng.standard_normal((m, n)).astype(np.float32)
-    d = mpi.Decomposition.build(m, n, parts, period)
+@pytest.mark.parametrize("m,parts,halo", [(100, 2, 8), (61, 3, 4), (1021, 4, 16), (9, 1, 2)])
+def test_sub_slabs_cut_each_slab_into_strips_and_interior(m, parts, halo):
+    d = mpi.Decomposition.build(m, 5, parts, halo)
+    pieces, owners = mpi.sub_slabs(d)
+    assert pieces.slabs[0].first == 0 and pieces.slabs[-1].stop == m
+    for rank, slab in enumerate(d.slabs):
+        mine = [p for p, owner in zip(pieces.slabs, owners, strict=True) if owner == rank]
+        assert (mine[0].first, mine[-1].stop) == (slab.first, slab.stop)
+        assert len(mine) == 1 + (rank > 0) + (rank < parts - 1)
+        interior = mine[1] if rank > 0 else mine[0]
+        assert interior.rows >= halo + 1
+        for strip in mine:
+            if strip is not interior:
+                assert strip.rows == halo + 1
+    # Every row another rank needs comes from a strip (the pieces that step first).
+    for source, dest, _, _ in pieces.transfers():
+        if owners[source] != owners[dest]:
+            assert pieces.slabs[source].rows == halo + 1
+
+
+def test_sub_slabs_refuse_thin_slabs():
+    # Middle ranks need two strips of halo + 1 rows and an interior at least as high.
+    assert mpi.sub_slabs(mpi.Decomposition.build(3 * 26, 5, 3, 8)) is None
+    assert mpi.sub_slabs(mpi.Decomposition.build(3 * 27, 5, 3, 8)) is not None
+
+
+def test_overlap_switch():
+    gpu, cpu = SimpleNamespace(is_gpu=True), SimpleNamespace(is_gpu=False)
+    assert mpi.wants_overlap(gpu, {}) and mpi.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "auto"})
+    assert not mpi.wants_overlap(cpu, {}) and mpi.wants_overlap(cpu, {"OCLSCI_MPI_OVERLAP": "1"})
+    assert not mpi.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "0"})
+    with pytest.raises(mpi.InputError, match="OCLSCI_MPI_OVERLAP must be 0, 1 or auto"):
+        mpi.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "yes"})
+
+
+def replay_slabs(d: mpi.Decomposition, rhs: np.ndarray, period: int, steps: int) -> np.ndarray:
+    """The slab algorithm on decomposition ``d`` in NumPy: the owned rows after ``steps``."""
+    n = rhs.shape[1]
     grids = []
     for slab in d.slabs:
         local = np.zeros((slab.local_m + 2, n + 2), np.float32)
@@ -204,9 +236,26 @@ def test_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
             grid[...] = new
         if step % period == 0 or step == steps:
             exchange()
-    result = np.concatenate([grid[slab.local(slab.first):slab.local(slab.stop), 1:-1]
-                             for slab, grid in zip(d.slabs, grids, strict=True)])
-    assert np.array_equal(result, jacobi_numpy(rhs, steps))
+    return np.concatenate([grid[slab.local(slab.first):slab.local(slab.stop), 1:-1]
+                           for slab, grid in zip(d.slabs, grids, strict=True)])
+
+
+@pytest.mark.parametrize("m,n,parts,period,steps", [(37, 6, 4, 8, 21), (29, 5, 3, 16, 50),
+                                                     (12, 4, 4, 5, 17), (40, 3, 2, 1, 9)])
+def test_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
+    """Ghost rows, a stale fixed row and an exchange every `period` steps give exact rows."""
+    rhs = np.random.default_rng(m * n).standard_normal((m, n)).astype(np.float32)
+    d = mpi.Decomposition.build(m, n, parts, period)
+    assert np.array_equal(replay_slabs(d, rhs, period, steps), jacobi_numpy(rhs, steps))
+
+
+@pytest.mark.parametrize("m,n,parts,period,steps", [(60, 6, 2, 8, 21), (90, 5, 3, 4, 50),
+                                                     (250, 4, 4, 16, 37), (30, 3, 2, 1, 9)])
+def test_sub_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
+    """The same with the overlap's strips and interiors as slabs of their own."""
+    rhs = np.random.default_rng(m * n).standard_normal((m, n)).astype(np.float32)
+    pieces, _ = mpi.sub_slabs(mpi.Decomposition.build(m, n, parts, period))
+    assert np.array_equal(replay_slabs(pieces, rhs, period, steps), jacobi_numpy(rhs, steps))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,6 +301,53 @@ def test_bit_identical_for_p_1_to_4(inputs, tmp_path, kernel, shape):
         out = tmp_path / f"p{ranks}.npy"
         assert_ok(run_oclsci(["jacobi", *common, "-o", out], ranks=ranks))
         assert np.array_equal(np.load(out), reference), f"P={ranks} differs ({kernel}, {shape})"
+
+
+OVERLAP = {"OCLSCI_MPI_OVERLAP": "1"}
+
+
+@pytest.mark.parametrize("kernel", KERNEL_NAMES)
+@pytest.mark.mpi
+@needs_mpi
+def test_overlapped_exchange_bit_identical(inputs, tmp_path, kernel):
+    """Strips, interiors and the exchange behind the interior's steps: still exact."""
+    common = [inputs[(1021, 37)], "-n", ITERATIONS, "--kernel", kernel, "--device", DEVICE]
+    assert_ok(run_oclsci(["jacobi", *common, "-q", "-o", tmp_path / "one.npy"]))
+    reference = np.load(tmp_path / "one.npy")
+    for ranks in (2, 4):
+        out = tmp_path / f"p{ranks}.npy"
+        result = assert_ok(run_oclsci(["jacobi", *common, "-o", out], ranks=ranks,
+                                      extra_env=OVERLAP))
+        assert "exchanges overlapped with the interior's steps" in result.stdout
+        assert re.search(r"hidden behind the interior's steps but for [\d.]+ s", result.stdout)
+        assert np.array_equal(np.load(out), reference), f"P={ranks} differs ({kernel})"
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_overlapped_checkpoint_resume_and_tol(inputs, tmp_path):
+    """Checkpoints and --tol read the sub-slabs' owned rows and residuals."""
+    rhs = inputs[(1021, 37)]
+    common = ["--kernel", "temporal", "--device", DEVICE, "-q"]
+    assert_ok(run_oclsci(["jacobi", rhs, "-n", 40, *common, "-o", tmp_path / "ref.npy"]))
+    checkpoint = tmp_path / "run.npz"
+    assert_ok(run_oclsci(["jacobi", rhs, "-n", 23, *common, "--checkpoint", checkpoint,
+                          "--checkpoint-every", 10], ranks=3, extra_env=OVERLAP))
+    assert_ok(run_oclsci(["jacobi", "--resume", checkpoint, "-n", 40, *common,
+                          "-o", tmp_path / "p2.npy"], ranks=2, extra_env=OVERLAP))
+    assert np.array_equal(np.load(tmp_path / "p2.npy"), np.load(tmp_path / "ref.npy"))
+    tol = [rhs, "-n", 3000, "--tol", "0.05", "--check-every", 40, *common[:-1]]
+    one = assert_ok(run_oclsci(["jacobi", *tol, "-o", tmp_path / "one.npy"]))
+    two = assert_ok(run_oclsci(["jacobi", *tol, "-o", tmp_path / "two.npy"], ranks=2,
+                               extra_env=OVERLAP))
+
+    def summary(text: str, key: str) -> str:
+        return next(line for line in text.splitlines() if line.startswith(key))
+
+    assert "converged" in summary(one.stdout, "iterations")
+    assert summary(one.stdout, "iterations") == summary(two.stdout, "iterations")
+    assert summary(one.stdout, "residual") == summary(two.stdout, "residual")
+    assert np.array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
 
 
 @pytest.mark.mpi
