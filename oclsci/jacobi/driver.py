@@ -206,6 +206,7 @@ def _run_job(job: JacobiJob, placement: Placement, progress: ProgressFactory | N
                                    checkpoint_every=job.checkpoint_every, progress=update,
                                    should_stop=stop_flag)
         except Interrupted as error:
+            stop_flag.stopping()
             placement.stopped(error, stop_flag, solve.solver.iteration, job.checkpoint)
         x = solve.gather()
         _on_root(placement, lambda: check_finite(x))  # an overflowed run writes no output

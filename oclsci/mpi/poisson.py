@@ -224,7 +224,10 @@ def _distributed(world: World, read_rhs, device, notify, tol, max_cycles, method
 
     def agreed_stop() -> int:
         mine = stop_flag.signum if stop_flag is not None and stop_flag() else 0
-        return int(world.comm.allreduce(int(mine or 0), op=world.MPI.MAX))
+        answer = int(world.comm.allreduce(int(mine or 0), op=world.MPI.MAX))
+        if answer and stop_flag is not None:
+            stop_flag.stopping()
+        return answer
 
     solver = world.agree(make)
     rows = scatter_rows(world, rhs, solver.rows, shape[1], solver.dtype)

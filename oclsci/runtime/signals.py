@@ -142,6 +142,7 @@ class StopFlag:
         self._previous: dict[int, Any] = {}
         self._blocked = False
         self._active = False
+        self._stopping = False
 
     @property
     def signal_name(self) -> str | None:
@@ -160,6 +161,14 @@ class StopFlag:
             if self.raising and self.signum is not None:
                 raise SignalExit(self.signum)
         return self.signum is not None
+
+    def stopping(self) -> None:
+        """The computation stops on a stop request, this process's or (MPI) another rank's:
+        ignore the stop signals from now on, until the process ends. A late one (a batch shell
+        passing Slurm's signal on) must not kill a rank while MPI finalises: Python resets its
+        handlers to the default, which kills, before mpi4py finalises MPI."""
+        self._stopping = True
+        ignore_stop_signals()
 
     def _take(self, signum: int) -> None:
         if self.signum is None:
@@ -192,7 +201,7 @@ class StopFlag:
             # Nothing stop-related is pending now (taken above, or discarded as ignored).
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
             self._blocked = False
-        if self.signum is None:
+        if self.signum is None and not self._stopping:
             for signum, handler in self._previous.items():
                 if handler is not None:  # None: set from C, cannot be put back from Python
                     _install(signum, handler)

@@ -121,6 +121,27 @@ def test_later_signals_do_not_undo_the_first(tmp_path, rhs_file):
     load_checkpoint(checkpoint)
 
 
+def test_a_stop_agreed_with_other_ranks_ignores_later_signals():
+    """A rank that stops because another rank got the signal ignores stop signals until it
+    ends: a late one (a batch shell passing Slurm's signal on) during the exit, where Python
+    has put the default handlers back before MPI finalises, would kill it mid-finalisation."""
+    code = textwrap.dedent("""
+        import os, signal, sys
+        from oclsci.runtime.signals import StopFlag, install_exit_handlers
+        install_exit_handlers()
+        with StopFlag() as flag:
+            flag.stopping()  # the agreed stop: no signal of its own
+        assert flag.signum is None
+        assert signal.getsignal(signal.SIGUSR1) == signal.SIG_IGN
+        for signum in (signal.SIGUSR1, signal.SIGTERM, signal.SIGINT):
+            os.kill(os.getpid(), signum)
+        sys.exit(75)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, timeout=120)
+    assert result.returncode == 75, result.stderr
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_while_reading_the_input_is_a_signal(tmp_path, signum):
     """A FIFO that nobody writes: the reader waits; the signal is reported as a signal
