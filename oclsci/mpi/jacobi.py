@@ -193,8 +193,8 @@ class SlabPlacement:
         exposed = solve.halo.exposed_seconds
         if exposed is not None:
             exposed = self.world.allreduce_max(exposed)
-            distribution += (f", hidden behind the interior's steps but for {exposed:.4f} s "
-                             "that a device waited (at most on a rank)")
+            distribution += (f"; overlapped with the interior's steps, a device waited "
+                             f"{exposed:.4f} s for them after its own (at most on a rank)")
         return dataclasses.replace(result, device_seconds=device_seconds,
                                    wall_seconds=wall_seconds), distribution
 

@@ -1,0 +1,75 @@
+#!/bin/bash
+# Scaling of `oclsci jacobi` over MPI through the command users run (--kernel auto, float32):
+# one GPU against P (default: every GPU that nvidia-smi, rocm-smi or OCLSCI_GPUS names here),
+# strong on 16384^2 (and 32768^2 for P >= 4), weak on 16384^2 per GPU; the exchange overlapped
+# (the GPU default) and not (OCLSCI_MPI_OVERLAP=0); exchange periods 8, 16, 32; a short run
+# (2000 steps: start-up skew between ranks included). Every P-rank output is compared bit for
+# bit with one GPU's. Compare figures within one run only.
+#
+#   benchmarks/mpi_jacobi_scaling.sh [P]          # N=20000 steps by default
+#   MPIEXEC="mpiexec --allow-run-as-root --oversubscribe" benchmarks/mpi_jacobi_scaling.sh 2
+#
+# SIZE=n changes 16384 (a quick check on a CPU: SIZE=256 N=200 OCLSCI_MPI_OVERLAP=1).
+# Needs oclsci importable by `python3` (installed, or PYTHONPATH=checkout, passed to the ranks
+# by the launcher: Open MPI's `-x VAR`, as below), mpi4py and about 13 GiB of host memory per
+# 16384^2 input (inputs go to ${TMPDIR:-/tmp}).
+set -u
+gpus() {
+    if [ -n "${OCLSCI_GPUS:-}" ]; then echo "$OCLSCI_GPUS"
+    elif command -v nvidia-smi > /dev/null; then nvidia-smi -L | grep -c '^GPU'
+    elif command -v rocm-smi > /dev/null; then rocm-smi --showid | grep -c 'GPU\['
+    else echo 1
+    fi
+}
+P=${1:-$(gpus)}
+N=${N:-20000}
+SIZE=${SIZE:-16384}
+dir=${TMPDIR:-/tmp}/oclsci-scaling
+mkdir -p "$dir"
+read -r -a launcher <<< "${MPIEXEC:-mpiexec}"
+if "${launcher[@]}" --version 2>&1 | grep -qi "open mpi\|openrte"; then
+    for var in PYTHONPATH OCL_ICD_VENDORS PYTHONUNBUFFERED OCLSCI_MPI_OVERLAP \
+               OCLSCI_MPI_EXCHANGE_EVERY; do launcher+=(-x "$var"); done
+fi
+export OCLSCI_MPI_OVERLAP=${OCLSCI_MPI_OVERLAP:-auto} OCLSCI_MPI_EXCHANGE_EVERY=
+echo "oclsci $(python3 -m oclsci --version 2>&1 | tail -1); $P ranks; $N steps; $(date -u +%FT%TZ)"
+python3 - "$P" "$dir" "$SIZE" <<'PY'
+import sys
+import numpy as np
+p, folder, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+rng = np.random.default_rng(0)
+np.save(f"{folder}/b16k.npy", rng.random((n, n), dtype=np.float32))
+np.save(f"{folder}/weak.npy", rng.random((n * p, n), dtype=np.float32))
+if p >= 4:
+    np.save(f"{folder}/b32k.npy", rng.random((2 * n, 2 * n), dtype=np.float32))
+PY
+run() {
+    echo; echo "\$ $*"
+    /usr/bin/time -f "process wall %e s" "$@" 2>&1 \
+        | grep -v "^\s*$\|^oclsci: rank\|^input\|^grid\|^residual"
+}
+same() {
+    python3 -c "import numpy as np, sys; print(sys.argv[1], 'bit-identical to one GPU:',
+np.array_equal(np.load(sys.argv[2]), np.load(sys.argv[3])))" "$1" "$2" "$3"
+}
+jacobi=(python3 -m oclsci jacobi)
+mpi=("${launcher[@]}" -n "$P" python3 -m oclsci jacobi)
+run "${jacobi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/one.npy"
+run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong.npy"
+same "strong, overlapped" "$dir/one.npy" "$dir/strong.npy"
+run "${mpi[@]}" "$dir/weak.npy" -n "$N" -o "$dir/weak_out.npy"
+OCLSCI_MPI_OVERLAP=0 run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong0.npy"
+same "strong, not overlapped" "$dir/one.npy" "$dir/strong0.npy"
+for period in 16 32; do
+    OCLSCI_MPI_EXCHANGE_EVERY=$period run "${mpi[@]}" "$dir/b16k.npy" -n "$N" \
+        -o "$dir/strong$period.npy"
+    same "strong, exchange every $period steps" "$dir/one.npy" "$dir/strong$period.npy"
+done
+run "${jacobi[@]}" "$dir/b16k.npy" -n 2000 -o "$dir/one_short.npy"
+run "${mpi[@]}" "$dir/b16k.npy" -n 2000 -o "$dir/strong_short.npy"
+if [ "$P" -ge 4 ]; then
+    run "${jacobi[@]}" "$dir/b32k.npy" -n $((N / 4)) -o "$dir/one32.npy"
+    run "${mpi[@]}" "$dir/b32k.npy" -n $((N / 4)) -o "$dir/strong32.npy"
+    same "strong, twice the size" "$dir/one32.npy" "$dir/strong32.npy"
+fi
+rm -rf "$dir"
