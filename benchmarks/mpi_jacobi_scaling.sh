@@ -3,8 +3,9 @@
 # one GPU against P (default: every GPU that nvidia-smi, rocm-smi or OCLSCI_GPUS names here),
 # strong on 16384^2 (and 32768^2 for P >= 4), weak on 16384^2 per GPU; the exchange overlapped
 # (the GPU default) and not (OCLSCI_MPI_OVERLAP=0); exchange periods 8, 16, 32; a short run
-# (2000 steps: start-up skew between ranks included). Every P-rank output is compared bit for
-# bit with one GPU's. Compare figures within one run only.
+# (2000 steps: start-up skew between ranks included). Every strong-scaling output is compared
+# bit for bit with one GPU's (the weak run's grid has no one-GPU run). Compare figures within
+# one run only.
 #
 #   benchmarks/mpi_jacobi_scaling.sh [P]          # N=20000 steps by default
 #   MPIEXEC="mpiexec --allow-run-as-root --oversubscribe" benchmarks/mpi_jacobi_scaling.sh 2
@@ -67,6 +68,7 @@ for period in 16 32; do
 done
 run "${jacobi[@]}" "$dir/b16k.npy" -n 2000 -o "$dir/one_short.npy"
 run "${mpi[@]}" "$dir/b16k.npy" -n 2000 -o "$dir/strong_short.npy"
+same "strong, 2000 steps" "$dir/one_short.npy" "$dir/strong_short.npy"
 if [ "$P" -ge 4 ]; then
     run "${jacobi[@]}" "$dir/b32k.npy" -n $((N / 4)) -o "$dir/one32.npy"
     run "${mpi[@]}" "$dir/b32k.npy" -n $((N / 4)) -o "$dir/strong32.npy"

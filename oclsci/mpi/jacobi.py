@@ -89,8 +89,11 @@ class DistributedJacobi:
         rhs_rows = self._rows(rhs, rhs_dtype)
         x0_rows = None if x0 is None and x0_dtype is None else self._rows(x0, x0_dtype)
 
-        pieces = (sub_slabs(self.decomposition)
-                  if world.size > 1 and world.agree(wants_overlap, compute) else None)
+        # One choice for all ranks (the summary's collectives depend on it): overlap only if
+        # every rank wants it.
+        overlap = world.size > 1 and bool(world.comm.allreduce(
+            int(world.agree(wants_overlap, compute)), op=world.MPI.MIN))
+        pieces = sub_slabs(self.decomposition) if overlap else None
         if pieces is not None:
             self.solver = world.agree(lambda: OverlappedSlab(
                 world, compute, self.slab, pieces, rhs_rows, x0_rows, dtype=self.dtype,
@@ -190,11 +193,12 @@ class SlabPlacement:
         distribution = (f"{solve.describe()}; {solve.halo.exchanges} exchanges, "
                         f"{exchange_seconds:.4f} s at most on a rank ({phases}, each the "
                         f"largest on a rank)")
-        exposed = solve.halo.exposed_seconds
-        if exposed is not None:
-            exposed = self.world.allreduce_max(exposed)
-            distribution += (f"; overlapped with the interior's steps, a device waited "
-                             f"{exposed:.4f} s for them after its own (at most on a rank)")
+        if solve.halo is solve.solver:  # overlapped, on every rank
+            exposed = solve.halo.exposed_seconds
+            exposed = self.world.allreduce_max(-1.0 if exposed is None else exposed)
+            distribution += "; overlapped with the interior's steps, " + (
+                f"a device waited {exposed:.4f} s for them after its own (at most on a rank)"
+                if exposed >= 0 else "device waits not measured (no profiling)")
         return dataclasses.replace(result, device_seconds=device_seconds,
                                    wall_seconds=wall_seconds), distribution
 

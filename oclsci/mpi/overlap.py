@@ -182,7 +182,10 @@ class OverlappedSlab:
         # The last exchange's copies out of the host rows and its sends must be done before
         # those rows are reused (they are, long since, unless the device is far behind).
         self.world.MPI.Request.Waitall(self._pending_sends)
+        clock = time.perf_counter()
         _wait(self._pending_writes)
+        if not self.compute.profiling:  # the copies' own times are unknown: the wait's
+            self._phases["host-to-device"] += time.perf_counter() - clock
         clock = time.perf_counter()
         receives = [comm.Irecv(rows, source=other, tag=TAG_HALO)
                     for other, _, _, rows in self.receives]
@@ -208,7 +211,11 @@ class OverlappedSlab:
                 writes.append(cl.enqueue_copy(copies, buffer, rows, is_blocking=False,
                                               dst_offset=self._offset(index, first)))
         copies.flush()
-        # Rows between sub-slabs: on the device queue, after this period's steps.
+        # Rows between sub-slabs: on the device queue, after this period's steps and after the
+        # received rows (other rows of the same buffers: OpenCL orders any two queues' changes
+        # to one buffer only through events).
+        if writes:
+            cl.enqueue_barrier(queue, wait_for=writes)
         item = self.dtype.itemsize
         for source, dest, first, stop in self.local_copies:
             for buffer in self.solvers[dest].x_buffers:
@@ -216,8 +223,6 @@ class OverlappedSlab:
                                 byte_count=(stop - first) * self.row_stride * item,
                                 src_offset=self._offset(source, first),
                                 dst_offset=self._offset(dest, first))
-        if writes:
-            cl.enqueue_barrier(queue, wait_for=writes)
         queue.flush()
         interior = self._last_events.get(self.order[-1])
         self._unsettled.append((interior, writes))
@@ -234,8 +239,10 @@ class OverlappedSlab:
                    for event in writes + ([interior] if interior is not None else [])):
                 still.append((interior, writes))
                 continue
+            if not self.compute.profiling:
+                continue
             self._phases["host-to-device"] += sum(_duration(event) for event in writes)
-            if writes and interior is not None and self.compute.profiling:
+            if writes and interior is not None:
                 arrived = max(event.profile.end for event in writes)
                 self._exposed += max(0.0, (arrived - interior.profile.end) * 1e-9)
         self._unsettled = still
@@ -260,18 +267,25 @@ class OverlappedSlab:
         return sum(self.phase_seconds.values())
 
     @property
-    def exposed_seconds(self) -> float:
-        """Time the device waited for exchanges after the interior's steps were done."""
+    def exposed_seconds(self) -> float | None:
+        """Time the device waited for exchanges after the interior's steps were done (None
+        without profiling: not measured)."""
         self._finish()
-        return self._exposed
+        return self._exposed if self.compute.profiling else None
 
     def allreduce_sum(self, value: float) -> float:
         """The sum of ``value`` over ranks."""
         return self.world.allreduce_sum(value)
 
     def agree(self, stop: bool, launches: int) -> tuple[bool, int]:
-        """A stop request on any rank stops all; the next poll comes at the smallest chunk."""
-        return self.world.agree_stop(stop, launches)
+        """A stop request on any rank stops all; the next poll comes at the smallest chunk.
+        On a stop, the last exchange's sends are completed (MPI wants them done before it
+        finalises; their rows have arrived, the neighbours waited for them)."""
+        stop, launches = self.world.agree_stop(stop, launches)
+        if stop:
+            self.world.MPI.Request.Waitall(self._pending_sends)
+            self._pending_sends = []
+        return stop, launches
 
     def owned_rows(self, solver: Any = None) -> tuple[int, int]:
         """The slab's padded rows that this rank owns."""

@@ -17,7 +17,7 @@ from oclsci.runtime.signals import install_exit_handlers
 def inject(rank: int, when: str) -> None:
     """Make rank ``rank`` raise a RuntimeError at ``when`` (``setup`` or a step number)."""
     from oclsci.mpi import jacobi as mpi_jacobi  # after install_exit_handlers: loads NumPy
-    from oclsci.mpi import mpi_world, slabs
+    from oclsci.mpi import mpi_world, overlap, slabs
 
     world = mpi_world()
     if world is None or world.rank != rank:
@@ -27,16 +27,16 @@ def inject(rank: int, when: str) -> None:
         def failing_solver(*args, **kwargs):
             raise RuntimeError(message)
 
-        mpi_jacobi.JacobiSolver = failing_solver
+        mpi_jacobi.JacobiSolver = overlap.JacobiSolver = failing_solver
         return
-    real_exchange = slabs.SlabHalo.exchange
+    # Whole slabs (SlabHalo) or sub-slabs with the exchange overlapped (OverlappedSlab).
+    for halo_class in (slabs.SlabHalo, overlap.OverlappedSlab):
+        def failing_exchange(self, solver, real_exchange=halo_class.exchange):
+            if solver.iteration >= int(when):
+                raise RuntimeError(message)
+            return real_exchange(self, solver)
 
-    def failing_exchange(self, solver):
-        if solver.iteration >= int(when):
-            raise RuntimeError(message)
-        return real_exchange(self, solver)
-
-    slabs.SlabHalo.exchange = failing_exchange
+        halo_class.exchange = failing_exchange
 
 
 if __name__ == "__main__":

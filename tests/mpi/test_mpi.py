@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -325,6 +326,31 @@ def test_overlapped_exchange_bit_identical(inputs, tmp_path, kernel):
 
 @pytest.mark.mpi
 @needs_mpi
+def test_ranks_that_disagree_on_overlap_run_whole_slabs(inputs, tmp_path):
+    """OCLSCI_MPI_OVERLAP=1 on one rank and 0 on the other: one choice for all (whole slabs),
+    not a mixed run whose summary's collectives would wait for each other forever."""
+    common = [inputs[(1021, 37)], "-n", ITERATIONS, "--kernel", "temporal", "--device", DEVICE]
+    assert_ok(run_oclsci(["jacobi", *common, "-q", "-o", tmp_path / "one.npy"]))
+    script = tmp_path / "per_rank.py"
+    script.write_text(textwrap.dedent("""
+        import os, sys
+        rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+        os.environ["OCLSCI_MPI_OVERLAP"] = "1" if rank == 0 else "0"
+        from oclsci.cli import main
+        from oclsci.runtime.signals import install_exit_handlers
+        install_exit_handlers()
+        main(sys.argv[1:])
+    """))
+    command = [*mpiexec_command(), "-n", "2", sys.executable, str(script), "jacobi",
+               *map(str, common), "-o", str(tmp_path / "two.npy")]
+    result = assert_ok(subprocess.run(command, env=launch_env(), capture_output=True,
+                                      text=True, timeout=180, stdin=subprocess.DEVNULL))
+    assert "2 ranks" in result.stdout and "overlapped" not in result.stdout
+    assert np.array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
+
+
+@pytest.mark.mpi
+@needs_mpi
 def test_overlapped_checkpoint_resume_and_tol(inputs, tmp_path):
     """Checkpoints and --tol read the sub-slabs' owned rows and residuals."""
     rhs = inputs[(1021, 37)]
@@ -434,25 +460,28 @@ def test_bad_input_on_rank_0_ends_every_rank(tmp_path):
     assert not (tmp_path / "out.npy").exists()
 
 
+@pytest.mark.parametrize("overlap", ["0", "1"], ids=["slabs", "overlapped"])
 @pytest.mark.mpi
 @needs_mpi
-def test_setup_failure_on_one_rank_is_reported_once(inputs, tmp_path):
+def test_setup_failure_on_one_rank_is_reported_once(inputs, tmp_path, overlap):
     result = run_oclsci(["jacobi", inputs[(1021, 37)], "-n", 10, "--device", DEVICE, "-q",
-                     "-o", tmp_path / "out.npy"], ranks=3, failing=(2, "setup"), timeout=60)
+                         "-o", tmp_path / "out.npy"], ranks=3, failing=(2, "setup"),
+                        timeout=60, extra_env={"OCLSCI_MPI_OVERLAP": overlap})
     assert result.returncode == 1
     lines = _error_lines(result)
     assert lines == ["oclsci: error: rank 2: RuntimeError: injected failure "
                      "(rank 2, setup)"], result.stderr
 
 
+@pytest.mark.parametrize("overlap", ["0", "1"], ids=["slabs", "overlapped"])
 @pytest.mark.mpi
 @needs_mpi
-def test_failure_during_the_run_aborts_every_rank(inputs, tmp_path):
+def test_failure_during_the_run_aborts_every_rank(inputs, tmp_path, overlap):
     """Rank 1 fails at its exchange at step 16; the others would wait for it forever."""
     started = time.monotonic()
     result = run_oclsci(["jacobi", inputs[(1021, 37)], "-n", 10**7, "--kernel", "coalesced",
-                     "--device", DEVICE, "-q", "-o", tmp_path / "out.npy"], ranks=3,
-                    failing=(1, 16), timeout=90)
+                         "--device", DEVICE, "-q", "-o", tmp_path / "out.npy"], ranks=3,
+                        failing=(1, 16), timeout=90, extra_env={"OCLSCI_MPI_OVERLAP": overlap})
     elapsed = time.monotonic() - started
     assert result.returncode != 0
     lines = _error_lines(result)
