@@ -104,6 +104,12 @@ class DistributedJacobi:
                                                            dtype=self.dtype, config=config))
             self.halo = SlabHalo(world, self.decomposition, self.period)
 
+    @property
+    def overlapped(self) -> bool:
+        """True when the exchange runs behind the interior's steps (sub-slabs, on every
+        rank), False for whole slabs."""
+        return isinstance(self.solver, OverlappedSlab)
+
     def _rows(self, source: Any, dtype: str) -> np.ndarray:
         if callable(source):
             return np.asarray(source(self.slab.lo, self.slab.hi))
@@ -132,7 +138,7 @@ class DistributedJacobi:
         sizes = sorted({slab.rows for slab in self.decomposition.slabs})
         rows = "-".join(str(v) for v in (sizes[0], sizes[-1])) if len(sizes) > 1 \
             else str(sizes[0])
-        overlap = f" ({self.solver.describe()} on rank 0)" if self.halo is self.solver else ""
+        overlap = f" ({self.solver.describe()} on rank 0)" if self.overlapped else ""
         return (f"{self.world.size} ranks, 1-D slabs of {rows} rows{overlap}, "
                 f"{self.decomposition.halo} ghost rows per side, exchange every {self.period} "
                 "steps")
@@ -193,7 +199,7 @@ class SlabPlacement:
         distribution = (f"{solve.describe()}; {solve.halo.exchanges} exchanges, "
                         f"{exchange_seconds:.4f} s at most on a rank ({phases}, each the "
                         f"largest on a rank)")
-        if solve.halo is solve.solver:  # overlapped, on every rank
+        if solve.overlapped:  # on every rank or none
             exposed = solve.halo.exposed_seconds
             exposed = self.world.allreduce_max(-1.0 if exposed is None else exposed)
             distribution += "; overlapped with the interior's steps, " + (

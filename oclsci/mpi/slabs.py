@@ -155,9 +155,6 @@ class SlabHalo:
     received rows into the local grid; ``allreduce_sum`` and ``agree`` work over ranks.
     """
 
-    #: Not overlapped: the device waits for all of every exchange (see OverlappedSlab).
-    exposed_seconds = None
-
     def __init__(self, world: World, decomposition: Decomposition, period: int | None = None):
         self.world = world
         self.decomposition = decomposition
