@@ -12,10 +12,18 @@ commands and the tests read them. Adding a kernel: docs/architecture.md.
 from __future__ import annotations
 
 from oclsci.errors import InputError
-from oclsci.jacobi.specs import KernelSpec, bands, blocked, coalesced, seed, temporal
+from oclsci.jacobi.specs import (
+    KernelSpec,
+    bands,
+    blocked,
+    coalesced,
+    seed,
+    streaming,
+    temporal,
+)
 
 KERNELS: dict[str, KernelSpec] = {module.SPEC.name: module.SPEC for module in (
-    seed, coalesced, blocked, temporal, bands)}
+    seed, coalesced, blocked, temporal, streaming, bands)}
 
 
 def get(name: str) -> KernelSpec:
@@ -45,14 +53,20 @@ def suited(is_cpu: bool) -> tuple[str, ...]:
     return tuple(name for name, spec in KERNELS.items() if kind in spec.suits)
 
 
-def auto_kernel(is_cpu: bool) -> str:
-    """The kernel ``auto`` means on this device kind without a tuned configuration."""
+def auto_kernel(is_cpu: bool, shape: tuple[int, int] | None = None) -> str:
+    """The kernel ``auto`` means on this device kind for an m x n ``shape`` (None: the
+    smallest grids) without a tuned configuration: of the kernels ``auto`` may mean there, the
+    one with the largest ``auto_min_cells`` that the grid reaches."""
     kind = device_kind(is_cpu)
-    return next(name for name, spec in KERNELS.items() if kind in spec.auto_on)
+    cells = 0 if shape is None else int(shape[0]) * int(shape[1])
+    reached = [(spec.auto_min_cells, name) for name, spec in KERNELS.items()
+               if kind in spec.auto_on and spec.auto_min_cells <= cells]
+    return max(reached, key=lambda entry: entry[0])[1]
 
 
 def tuned_by_default(is_cpu: bool) -> tuple[str, ...]:
-    """The kernels ``oclsci tune`` tries unasked on this device kind, ``auto``'s first."""
+    """The kernels ``oclsci tune`` tries unasked on this device kind, ``auto``'s first (for
+    the smallest grids)."""
     kind, first = device_kind(is_cpu), auto_kernel(is_cpu)
     return (first,) + tuple(name for name, spec in KERNELS.items()
                             if kind in spec.tuned_on and name != first)

@@ -35,7 +35,7 @@ def test_selftest_command_passes(spec, tmp_path):
     data = json.loads(report.read_text())
     assert data["passed"] is True and data["failed"] == [] and data["checks"] == len(checks)
     names = [result["name"] for result in data["results"]]
-    for kernel in ("seed", "coalesced", "blocked", "temporal", "bands"):
+    for kernel in ("seed", "coalesced", "blocked", "temporal", "streaming", "bands"):
         assert any(name.startswith("jacobi") and kernel in name for name in names), kernel
     assert any(name.startswith("jacobi auto=") for name in names)
     assert sum(name.startswith("mandelbrot") for name in names) == (

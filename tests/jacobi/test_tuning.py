@@ -125,12 +125,18 @@ def test_registry_names_the_kernels():
         kernels.check_choice("nope")
     for is_cpu in (True, False):
         kind = kernels.device_kind(is_cpu)
-        assert [n for n, s in KERNELS.items() if kind in s.auto_on] == \
-            [kernels.auto_kernel(is_cpu)]
+        autos = [n for n, s in KERNELS.items() if kind in s.auto_on]
+        for shape in (None, (266, 400), (8192, 8192), (11585, 11586), (16384, 16384)):
+            assert kernels.auto_kernel(is_cpu, shape) in autos
         assert kernels.auto_kernel(is_cpu) in kernels.suited(is_cpu)
         tuned = kernels.tuned_by_default(is_cpu)
         assert tuned[0] == kernels.auto_kernel(is_cpu) and set(tuned) <= set(kernels.tunable())
     assert tuning.MULTI_STEP == {n: s.steps_param for n, s in KERNELS.items() if s.steps_param}
+    # GPUs: temporal blocking in registers up to 2^27 cells, streaming from there.
+    shapes = (None, (8192, 8192), (11585, 11586), (16384, 16384))
+    assert [kernels.auto_kernel(False, shape) for shape in shapes] == \
+        ["temporal", "temporal", "streaming", "streaming"]
+    assert [kernels.auto_kernel(True, shape) for shape in shapes] == ["bands"] * 4
 
 
 def test_configuration_too_big_for_the_device(any_compute):

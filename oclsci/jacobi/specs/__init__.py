@@ -113,7 +113,9 @@ class KernelSpec:
     # (shape, dtype, facts) -> the tuning space; None: nothing to tune.
     candidates: Callable[[tuple[int, int], np.dtype, Mapping], list[Choice]] | None = None
     suits: frozenset = BOTH  # device kinds ("cpu", "gpu") worth running it on
-    auto_on: frozenset = frozenset()  # device kinds where ``auto`` means this kernel
+    auto_on: frozenset = frozenset()  # device kinds where ``auto`` may mean this kernel
+    # ``auto`` takes it for grids of at least this many cells (the largest reached wins).
+    auto_min_cells: int = 0
     tuned_on: frozenset = frozenset()  # device kinds where ``oclsci tune`` tries it unasked
     # p -> (rows, columns) of its unit of work: tests aim grid sizes at its edges.
     tile: Callable[[Mapping], tuple[int, int]] = lambda p: (16, 16)

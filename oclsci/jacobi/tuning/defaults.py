@@ -5,7 +5,7 @@ against a device's limits.
 
 :func:`choose_config` gives the configuration for a kernel name on a device: ``auto`` takes the
 configuration tuned for the device, dtype and size class (:mod:`oclsci.jacobi.tuning.cache`,
-command ``oclsci tune``) and otherwise a default that suits the device type.
+command ``oclsci tune``) and otherwise a default that suits the device type and grid size.
 """
 
 from __future__ import annotations
@@ -83,22 +83,23 @@ def suited_kernels(compute: Any) -> tuple[str, ...]:
     return kernels.suited(compute.is_cpu)
 
 
-def auto_kernel(compute: Any) -> str:
-    """The kernel ``auto`` means on this device without a tuned configuration."""
-    return kernels.auto_kernel(compute.is_cpu)
+def auto_kernel(compute: Any, shape: tuple[int, int] | None = None) -> str:
+    """The kernel ``auto`` means on this device for an m x n ``shape`` (None: the smallest
+    grids) without a tuned configuration."""
+    return kernels.auto_kernel(compute.is_cpu, shape)
 
 
 def choose_config(compute: Any, name: str, dtype: Any, shape: tuple[int, int]) -> KernelConfig:
     """The configuration to run kernel ``name`` (or ``auto``) on ``compute``.
 
     A configuration tuned on this device (``oclsci tune``) for this dtype and size class wins;
-    otherwise the device type's default.
+    otherwise the default for the device type and grid size.
     """
     kernels.check_choice(name)
     tuned = cached_config(compute, dtype, shape, None if name == "auto" else name)
     if tuned is not None:
         return tuned
-    return device_default(compute, auto_kernel(compute) if name == "auto" else name, dtype,
-                          shape)
+    return device_default(compute, auto_kernel(compute, shape) if name == "auto" else name,
+                          dtype, shape)
 
 

@@ -1,0 +1,164 @@
+"""``streaming``: streaming (2.5-D) temporal blocking, for GPUs.
+
+A work-group walks down a strip of columns, ``max_steps`` steps per pass, keeping ``skew + 2``
+rows per step in registers; only the strip's sides are a recomputed halo
+(kernels/jacobi/streaming.cl.mako). ``auto`` takes it on GPUs for large grids.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from oclsci.jacobi.specs import (
+    GPU,
+    GPU_BANDWIDTH,
+    GPU_LAUNCH,
+    GPU_LAUNCH_HOST,
+    GRID_ARGUMENTS,
+    STEPS,
+    KernelSpec,
+    Param,
+    streaming_cost,
+)
+
+PARAMS = (
+    Param("cols", default=2, choices=(1, 2, 4)),
+    Param("local_w", high=1024, test_values=(1, 2, 4, 8, 16, 32)),
+    Param("max_steps", high=64, test_values=range(1, 13)),
+    Param("seg_h", high=1 << 16, test_values=(1, 2, 3, 5, 8, 16, 64)),
+    Param("skew", default=1, choices=(1, 2)),
+)
+KEYS = ("cols", "local_w", "max_steps", "seg_h", "skew")
+
+# Defaults (cols, local_w, max_steps, seg_h, skew) by grid size (more than 2^20 cells: large)
+# and item size: the fastest of sweeps on an H100, at 16384^2 (docs/performance.md: 1.1% and
+# 0.1% below the best in float32 and float64) and at 266x400 (where temporal is still 5x
+# faster); then smaller ones for devices with less local memory or smaller work-groups.
+STREAMING_DEFAULTS = {
+    ("small", 4): [(1, 32, 8, 16, 2)],
+    ("small", 8): [(1, 32, 8, 16, 2)],
+    ("large", 4): [(2, 128, 12, 256, 1)],
+    ("large", 8): [(2, 128, 8, 512, 1)],
+}
+STREAMING_FALLBACKS = [(2, 64, 8, 256, 1), (1, 32, 4, 256, 1)]
+# Grids from which ``auto`` takes this kernel on GPUs rather than ``temporal``: on an H100 the
+# defaults of temporal were faster at 8192^2 (2^26 cells), these at 16384^2 (2^28), in both
+# precisions (docs/performance.md); the threshold lies between.
+AUTO_MIN_CELLS = 1 << 27
+
+
+def halos(p: Mapping) -> tuple[int, int]:
+    """(left halo, tile width): the halo is the multiple of ``cols`` >= ``max_steps``; the
+    tile a multiple of ``cols`` that leaves at least ``max_steps`` columns on the right."""
+    cols, steps = p["cols"], p["max_steps"]
+    left = cols * -(-steps // cols)
+    return left, (p["local_w"] * cols - left - steps) // cols * cols
+
+
+def check(p: Mapping) -> str | None:
+    """A strip that leaves no tile inside the halo cannot work."""
+    if halos(p)[1] < p["cols"]:
+        return (f"strip of {p['local_w']}x{p['cols']} columns leaves no tile inside a halo "
+                f"of {p['max_steps']}")
+    return None
+
+
+def local_mem(p: Mapping, itemsize: int) -> int:
+    """Both edges of every level's row, for two parities."""
+    return 2 * 2 * p["max_steps"] * p["local_w"] * itemsize
+
+
+def launch(p: Mapping, local_size: Any, m: int, n: int):
+    """One work-group of ``local_w`` per strip tile and segment of ``seg_h`` rows; tiles
+    start at column 0 (aligned), so they cover columns 0 .. n."""
+    tile_w = halos(p)[1]
+    return ((math.ceil((n + 1) / tile_w) * p["local_w"], math.ceil(m / p["seg_h"])),
+            (p["local_w"], 1))
+
+
+def defaults(facts: Mapping, dtype: Any, shape: Any) -> list:
+    """The first that fits the device wins."""
+    large = shape is not None and shape[0] * shape[1] > 2**20
+    choices = (STREAMING_DEFAULTS[("large" if large else "small", np.dtype(dtype).itemsize)]
+               + STREAMING_FALLBACKS)
+    return [(dict(zip(KEYS, values, strict=True)), None) for values in choices]
+
+
+def registers(p: Mapping, itemsize: int) -> int:
+    """Rough 32-bit registers per work-item: skew + 2 rows of ``cols`` per level, and the
+    rest."""
+    return (p["skew"] + 2) * p["max_steps"] * p["cols"] * itemsize // 4 + 32
+
+
+def candidates(shape: tuple[int, int], dtype: Any, facts: Mapping) -> list:
+    """Strips of 128 to 1024 columns, 4 to 16 steps, segments of 64 to 1024 rows; tiles at
+    least half their strip, registers well within a work-item's 255, not much larger than
+    the grid."""
+    m, n = shape
+    itemsize = np.dtype(dtype).itemsize
+    found = []
+    for cols, local_w, steps, seg_h, skew in itertools.product(
+            (1, 2, 4), (32, 64, 128, 256), (4, 6, 8, 10, 12, 14, 16),
+            (64, 128, 256, 384, 512, 1024), (1, 2)):
+        params = {"cols": cols, "local_w": local_w, "max_steps": steps, "seg_h": seg_h,
+                  "skew": skew}
+        tile_w = halos(params)[1]
+        if not 128 <= local_w * cols <= 1024 or local_w > facts["max_wg"]:
+            continue
+        if tile_w < 0.5 * local_w * cols or registers(params, itemsize) > 200:
+            continue
+        if tile_w > 2 * n + 32 or seg_h > 2 * m + 64 or seg_h < 2 * steps:
+            continue
+        if local_mem(params, itemsize) <= facts["local_mem"]:
+            found.append((params, None))
+    return found
+
+
+def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
+         facts: Mapping) -> float:
+    """GPUs: resident groups per compute unit (registers, local memory), the strip's cells
+    over the segment and its 2 x max_steps extra rows, a barrier per row, the strip read and
+    the tile written once per launch."""
+    m, n = shape
+    if facts["is_cpu"]:
+        return streaming_cost(m * n, itemsize, facts)
+    k, local_w, seg_h = p["max_steps"], p["local_w"], p["seg_h"]
+    tile_w = halos(p)[1]
+    if tile_w < 1:
+        return math.inf
+    groups = math.ceil((n + 1) / tile_w) * math.ceil(m / seg_h)
+    per_cu = max(1, min(32, 2048 // local_w, 65536 // (local_w * registers(p, itemsize)),
+                        (3 * facts["local_mem"]) // max(1, local_mem(p, itemsize))))
+    waves = math.ceil(groups / (facts["cus"] * per_cu))
+    rows = min(seg_h, m) + (1 + p["skew"]) * k
+    rate = (16e9 if itemsize == 4 else 8e9) * min(1.0, per_cu * local_w / 512)
+    concurrent = min(per_cu, math.ceil(groups / facts["cus"]))
+    launch_seconds = waves * concurrent * rows * (k * local_w * p["cols"] + 64) / rate
+    traffic = groups * rows * local_w * p["cols"] * 3 * itemsize / GPU_BANDWIDTH
+    return max(GPU_LAUNCH_HOST, GPU_LAUNCH + launch_seconds + traffic) / k
+
+
+SPEC = KernelSpec(
+    name="streaming", params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
+    defaults=defaults, cost=cost, steps_param="max_steps",
+    work_group=lambda p: (p["local_w"], 1), local_mem=local_mem, check=check,
+    candidates=candidates, suits=GPU, auto_on=GPU, auto_min_cells=AUTO_MIN_CELLS, tuned_on=GPU,
+    tile=lambda p: (p["seg_h"], halos(p)[1]),
+    work_per_item=lambda p, shape, items: p["cols"] * (min(p["seg_h"], shape[0])
+                                                       + (1 + p["skew"]) * p["max_steps"]),
+    examples=(
+        ({"cols": 2, "local_w": 8, "max_steps": 3, "seg_h": 5, "skew": 2}, None),
+        ({"cols": 1, "local_w": 16, "max_steps": 5, "seg_h": 16}, None),
+        ({"cols": 4, "local_w": 4, "max_steps": 2, "seg_h": 3, "skew": 2}, None)),
+    corner_cases=(
+        ({"cols": 2, "local_w": 4, "max_steps": 1, "seg_h": 1, "skew": 2}, None),
+        ({"cols": 1, "local_w": 16, "max_steps": 4, "seg_h": 8}, None),
+        ({"cols": 4, "local_w": 8, "max_steps": 6, "seg_h": 2, "skew": 2}, None),
+        ({"cols": 4, "local_w": 4, "max_steps": 3, "seg_h": 64}, None),
+        ({"cols": 2, "local_w": 32, "max_steps": 12, "seg_h": 16}, None)),
+)
