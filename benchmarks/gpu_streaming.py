@@ -39,33 +39,43 @@ def sweep() -> list[KernelConfig]:
     return found
 
 
+def grid_shape(text: str) -> tuple[int, int]:
+    """``N`` or ``MxN`` as (rows, columns)."""
+    rows, _, cols = text.partition("x")
+    return int(rows), int(cols or rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+",
-                        default=[1024, 1448, 2048, 2896, 4096, 8192, 16384])
+    parser.add_argument("--sizes", nargs="+", type=grid_shape,
+                        default=[grid_shape(str(s)) for s in (1024, 1448, 2048, 2896, 4096,
+                                                               8192, 16384)],
+                        help="grids: N (N x N) or MxN")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     parser.add_argument("--sweep", action="store_true", help="also time shapes near the "
                         "default (about 100 more configurations per size and dtype)")
     args = parser.parse_args()
     compute = create_context()
     print(f"device: {compute.device.name}; driver {compute.device.driver_version}")
-    for dtype, size in itertools.product((np.dtype(d) for d in args.dtypes), args.sizes):
-        shape = (size, size)
-        configs = [device_default(compute, "temporal", dtype, shape),
-                   device_default(compute, "streaming", dtype, shape)]
+    for dtype, shape in itertools.product((np.dtype(d) for d in args.dtypes), args.sizes):
+        defaults = [device_default(compute, "temporal", dtype, shape),
+                    device_default(compute, "streaming", dtype, shape)]
+        configs = list(defaults)
         configs += [c for c in sweep() if args.sweep and c not in configs
                     and c.fits(compute, dtype)]
         report = tune(compute, shape=shape, dtype=dtype, budget=120.0, configs=configs,
                       finalists=len(configs) if not args.sweep else 8)
-        print(f"{size}^2 {dtype.name}:")
+        print(f"{shape[0]}x{shape[1]} {dtype.name}:")
         fastest = sorted((t for t in report.trials if t.ok), key=lambda t: t.seconds_per_step)
-        groups = [("defaults", report.trials[:2])]
+        groups = [("defaults", [next(t for t in report.trials if t.config == config)
+                                for config in defaults])]
         if args.sweep:
             groups.append(("fastest", fastest[:10]))
         for title, trials in groups:
             print(f" {title}:")
             for trial in trials:
-                rate = size * size / trial.seconds_per_step / 1e9 if trial.ok else float("nan")
+                rate = (shape[0] * shape[1] / trial.seconds_per_step / 1e9 if trial.ok
+                        else float("nan"))
                 print(f"  {trial.config.describe()}: {trial.status}, "
                       f"{1e6 * trial.seconds_per_step:.2f} us per step, {rate:.1f} G cells/s")
 

@@ -62,8 +62,9 @@ def progress_bar(total: int, start: int) -> Iterator[Callable[[int, int], None]]
               help="Floating-point type of the computation  [default: float32; with --resume, "
                    "the checkpoint's]")
 @click.option("--kernel", default="auto", show_default=True,
-              help="Kernel: auto (tuned or per-device default, see `oclsci tune`), "
-                   "seed (the talk's), coalesced, blocked, temporal (GPUs), bands (CPUs).")
+              help="Kernel: auto (tuned, or the default for the device and grid, see "
+                   "`oclsci tune`), seed (the talk's), coalesced, blocked, temporal (GPUs), "
+                   "streaming (GPUs, large grids), bands (CPUs).")
 @device_option
 @click.option("--checkpoint", type=click.Path(dir_okay=False),
               help="Checkpoint file (.npz): written every --checkpoint-every steps and on "

@@ -10,6 +10,7 @@ import pytest
 from conftest import DEVICE_SPECS, REPO_ROOT, run_cli, tool_missing
 
 from oclsci.cli import main
+from oclsci.jacobi.kernels import KERNELS
 from oclsci.runtime import device as device_module
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
@@ -35,7 +36,7 @@ def test_selftest_command_passes(spec, tmp_path):
     data = json.loads(report.read_text())
     assert data["passed"] is True and data["failed"] == [] and data["checks"] == len(checks)
     names = [result["name"] for result in data["results"]]
-    for kernel in ("seed", "coalesced", "blocked", "temporal", "streaming", "bands"):
+    for kernel in KERNELS:
         assert any(name.startswith("jacobi") and kernel in name for name in names), kernel
     assert any(name.startswith("jacobi auto=") for name in names)
     assert sum(name.startswith("mandelbrot") for name in names) == (

@@ -25,7 +25,7 @@ from oclsci.mandelbrot.renderer import GPU_LOCAL_SIZE
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 
-SHAPES = [(266, 400), (4096, 4096), (17, 40)]
+SHAPES = [(266, 400), (4096, 4096), (17, 40), (8192, 16384)]
 
 
 def _dtypes(profile):

@@ -36,9 +36,10 @@ PARAMS = (
 KEYS = ("cols", "local_w", "max_steps", "seg_h", "skew")
 
 # Defaults (cols, local_w, max_steps, seg_h, skew) by grid size (more than 2^20 cells: large)
-# and item size: the fastest of sweeps on an H100, at 16384^2 (docs/performance.md: 1.1% and
-# 0.1% below the best in float32 and float64) and at 266x400 (where temporal is still 5x
-# faster); then smaller ones for devices with less local memory or smaller work-groups.
+# and item size, from sweeps on an H100: at 16384^2 (docs/performance.md: 1.1% and 0.1% below
+# the best shape in float32 and float64) and at 266x400 (the fastest of a short sweep whose
+# output was not kept; temporal is 6x faster there, docs/bench/h100-issue19-streaming.md);
+# then smaller ones for devices with less local memory or smaller work-groups.
 STREAMING_DEFAULTS = {
     ("small", 4): [(1, 32, 8, 16, 2)],
     ("small", 8): [(1, 32, 8, 16, 2)],
