@@ -48,8 +48,9 @@ STREAMING_DEFAULTS = {
 }
 STREAMING_FALLBACKS = [(2, 64, 8, 256, 1), (1, 32, 4, 256, 1)]
 # Grids from which ``auto`` takes this kernel on GPUs rather than ``temporal``: on an H100 the
-# defaults of temporal were faster at 8192^2 (2^26 cells), these at 16384^2 (2^28), in both
-# precisions (docs/performance.md); the threshold lies between.
+# defaults of temporal were faster at 8192^2 (2^26 cells), these at 2^27 cells (8192x16384,
+# 16384x8192, 11585^2: by 0.3-1.9% in float32, 21-22% in float64) and beyond
+# (docs/performance.md).
 AUTO_MIN_CELLS = 1 << 27
 
 
