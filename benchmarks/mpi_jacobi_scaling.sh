@@ -2,7 +2,9 @@
 # Scaling of `oclsci jacobi` over MPI through the command users run (--kernel auto, float32):
 # one GPU against P (default: every GPU that nvidia-smi, rocm-smi or OCLSCI_GPUS names here),
 # strong on 16384^2 (and 32768^2 for P >= 4), weak on 16384^2 per GPU; the exchange overlapped
-# (the GPU default) and not (OCLSCI_MPI_OVERLAP=0); exchange periods 8, 16, 32; a short run
+# (the GPU default) and not (OCLSCI_MPI_OVERLAP=0); the default exchange period and PERIODS
+# (default 24 48: multiples of both temporal's 8 and streaming's 12 steps per launch; other
+# periods add a launch per exchange); a short run
 # (2000 steps: start-up skew between ranks included). Every strong-scaling output is compared
 # bit for bit with one GPU's (the weak run's grid has no one-GPU run). Compare figures within
 # one run only.
@@ -25,6 +27,7 @@ gpus() {
 P=${1:-$(gpus)}
 N=${N:-20000}
 SIZE=${SIZE:-16384}
+PERIODS=${PERIODS:-24 48}
 dir=${TMPDIR:-/tmp}/oclsci-scaling
 mkdir -p "$dir"
 read -r -a launcher <<< "${MPIEXEC:-mpiexec}"
@@ -61,7 +64,7 @@ same "strong, overlapped" "$dir/one.npy" "$dir/strong.npy"
 run "${mpi[@]}" "$dir/weak.npy" -n "$N" -o "$dir/weak_out.npy"
 OCLSCI_MPI_OVERLAP=0 run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong0.npy"
 same "strong, not overlapped" "$dir/one.npy" "$dir/strong0.npy"
-for period in 16 32; do
+for period in $PERIODS; do
     OCLSCI_MPI_EXCHANGE_EVERY=$period run "${mpi[@]}" "$dir/b16k.npy" -n "$N" \
         -o "$dir/strong$period.npy"
     same "strong, exchange every $period steps" "$dir/one.npy" "$dir/strong$period.npy"
