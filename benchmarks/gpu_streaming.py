@@ -48,8 +48,7 @@ def grid_shape(text: str) -> tuple[int, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", nargs="+", type=grid_shape,
-                        default=[grid_shape(str(s)) for s in (1024, 1448, 2048, 2896, 4096,
-                                                               8192, 16384)],
+                        default=[(s, s) for s in (1024, 1448, 2048, 2896, 4096, 8192, 16384)],
                         help="grids: N (N x N) or MxN")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     parser.add_argument("--sweep", action="store_true", help="also time shapes near the "
