@@ -166,6 +166,9 @@ void jacobi_resident(__global real_t *xa, __global real_t *xb,
     for (int done = 0, phase = 1; done < steps; done += ${K}, ++phase) {
         const int k = min(${K}, steps - done);
         for (int t = id; t < tiles; t += groups) {
+            // The last tile's last step may have read the edges that this tile's first step
+            // writes.
+            barrier(CLK_LOCAL_MEM_FENCE);
             const int gy = t / tiles_x, gx = t - gy * tiles_x;
             const int i0 = gy * ${TH} + 1 - ${K} + ly * ${R};
             const int j0 = gx * ${TW} + 1 - ${K} + lx * ${C};
@@ -209,7 +212,7 @@ ${step(0)}
         if (done + ${K} >= steps)
             break;
         // Grid-wide barrier among the registered groups; then the buffers swap.
-        barrier(CLK_GLOBAL_MEM_FENCE);
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         if (leader) {
             RELEASE();
             FETCH_INC(&sync[1]);
@@ -217,7 +220,7 @@ ${step(0)}
                 ;
             ACQUIRE();
         }
-        barrier(CLK_GLOBAL_MEM_FENCE);
+        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         __global real_t *swap = src;
         src = dst;
         dst = swap;
