@@ -106,6 +106,15 @@ class ResidentJacobi:
         return int(words[0] & 0xFFF)
 
 
+def c_features(device) -> list[str]:
+    """The OpenCL C features (OpenCL 3.0) the device reports; the device-scope atomics the
+    barrier needs would be ``__opencl_c_atomic_scope_device``."""
+    try:
+        return [feature.name for feature in device.get_info(cl.device_info.OPENCL_C_FEATURES)]
+    except (cl.Error, AttributeError):
+        return ["(not reported: an OpenCL 1.x or 2.x device)"]
+
+
 def problem(size: str) -> np.ndarray:
     """The seed's right-hand side at 266x400; elsewhere the Laplacian of integer noise."""
     m, n = (int(v) for v in size.split("x"))
@@ -132,6 +141,7 @@ def main() -> None:
     queue = cl.CommandQueue(compute.context)
     print(f"device: {compute.name}, {queue.device.max_compute_units} compute units; "
           f"{args.steps} steps, float32, best of {args.rounds}", flush=True)
+    print(f"OpenCL C features the device reports: {c_features(queue.device)}", flush=True)
     for size in args.sizes:
         rhs = problem(size)
         short = jacobi_numpy(rhs, 1000)
