@@ -21,8 +21,9 @@ MAX_ITERATIONS = 2**53
 DTYPES = (np.float32, np.float64)
 
 
-def validate_grid(values: Any, what: str) -> np.ndarray:
-    """``values`` as a 2-D array of finite numbers, or a typed error naming ``what``."""
+def validate_grid(values: Any, what: str, check_finite: bool = True) -> np.ndarray:
+    """``values`` as a 2-D array of finite numbers, or a typed error naming ``what``.
+    ``check_finite=False`` leaves out the pass over the values (for a caller that made it)."""
     array = np.asarray(values)
     if array.ndim != 2:
         raise InvalidArgumentError(f"{what} must be a 2-D array, got {array.ndim} dimensions")
@@ -30,7 +31,7 @@ def validate_grid(values: Any, what: str) -> np.ndarray:
         raise InvalidArgumentError(f"{what} is empty (shape {array.shape})")
     if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
         raise ArgumentTypeError(f"{what} must hold numbers, got dtype {array.dtype}")
-    if np.issubdtype(array.dtype, np.floating) and not extremes_finite(array):
+    if check_finite and np.issubdtype(array.dtype, np.floating) and not extremes_finite(array):
         bad = int(np.count_nonzero(~np.isfinite(array)))
         raise InvalidArgumentError(f"{what} holds {bad} NaN or infinite value(s)")
     return array

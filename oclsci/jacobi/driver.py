@@ -136,9 +136,9 @@ class OneDevicePlacement:
         return compute
 
     def build(self, compute: Any, problem: Problem | None, start: Start, kernel: str) -> Solve:
-        """A solver of the whole grid."""
+        """A solver of the whole grid (``prepare`` checked the right-hand side)."""
         solver = JacobiSolver(compute, problem.rhs, x0=problem.x0, dtype=start.dtype,
-                              kernel=kernel)
+                              kernel=kernel, rhs_checked=True)
         solver.iteration = problem.iteration
         return OneDeviceSolve(solver)
 
