@@ -36,13 +36,15 @@ from oclsci.jacobi.reference import jacobi_numpy, laplacian
 TEMPLATE = Path(__file__).with_name("resident.cl.mako")
 CONFIGS = ((4, 2, 32, 16, 16), (2, 2, 32, 32, 16), (4, 2, 32, 16, 12), (2, 2, 32, 32, 12),
            (4, 4, 16, 16, 16), (8, 2, 32, 8, 16), (4, 2, 24, 16, 12), (2, 2, 24, 24, 8))
-SPIN = 4096  # polls the first group waits for the others to register
+# Polls the first group makes, at most, while it waits for the other launched groups to
+# register (it stops as soon as all have).
+SPIN = 4096
 
 
 class ResidentJacobi:
     """One grid, two ping-pong buffers, the persistent kernel; steps in one launch."""
 
-    def __init__(self, queue, rhs: np.ndarray, config: tuple, fences: str):
+    def __init__(self, queue, rhs: np.ndarray, config: tuple, fences: str, spin: int = SPIN):
         rows, cols, local_w, local_h, max_steps = config
         self.queue, self.max_steps = queue, max_steps
         self.m, self.n = rhs.shape
@@ -50,7 +52,7 @@ class ResidentJacobi:
         tile_h = local_h * rows - 2 * max_steps
         source = Template(filename=str(TEMPLATE)).render(
             rows=rows, cols=cols, local_w=local_w, local_h=local_h, max_steps=max_steps,
-            fences=fences, volatile_loads=fences != "device", spin=SPIN)
+            fences=fences, volatile_loads=fences != "device", spin=spin)
         options = ["-cl-std=CL3.0"] if fences == "device" else []
         self.program = cl.Program(queue.context, source).build(options=options)
         self.kernel = self.program.jacobi_resident
@@ -58,6 +60,8 @@ class ResidentJacobi:
         self.tiles = self.tiles_x * -(-self.m // tile_h)
         # One group per compute unit (at most): the discovery takes those that are resident.
         self.groups = min(self.tiles, queue.device.max_compute_units)
+        if self.groups > 0xFFF:
+            raise ValueError(f"{self.groups} groups: the poll counts at most 4095")
         self.local = (local_w, local_h)
         self.padded = np.zeros((self.m + 2, self.n + 2), np.float32)
         self.padded[1:-1, 1:-1] = rhs
@@ -82,13 +86,14 @@ class ResidentJacobi:
 
     def advance(self, steps: int):
         """Enqueue ``steps`` steps as one launch; return its event."""
-        self.epoch = 3 - self.epoch if self.epoch else 1
+        epoch = 3 - self.epoch if self.epoch else 1
         self.kernel.set_args(self.x[self.current], self.x[1 - self.current], self.rhs,
                              np.int32(self.m), np.int32(self.n), np.int32(self.n + 2),
                              np.int32(steps), np.int32(self.tiles_x), np.int32(self.tiles),
-                             self.sync, np.int32(self.epoch))
+                             self.sync, np.int32(epoch))
         event = cl.enqueue_nd_range_kernel(
             self.queue, self.kernel, (self.groups * self.local[0], self.local[1]), self.local)
+        self.epoch = epoch  # only once enqueued: the next launch must differ from this one
         if -(-steps // self.max_steps) % 2:
             self.current = 1 - self.current
         return event

@@ -45,6 +45,20 @@ def test_resident_kernel_matches_numpy(experiment, any_compute, config, steps):
     assert 1 <= solver.participants() <= solver.groups < solver.tiles
 
 
+@pytest.mark.parametrize("steps", [3, 8])
+def test_every_launched_group_takes_part_when_the_poll_waits(experiment, any_compute, steps):
+    """A long poll lets every launched group register, so that the grid-wide barrier between
+    phases really synchronises several groups (the first group stops waiting once all have
+    registered, so the bound costs nothing then)."""
+    rhs = np.random.default_rng(steps).standard_normal((37, 53)).astype(np.float32)
+    queue = cl.CommandQueue(any_compute.context)
+    solver = experiment.ResidentJacobi(queue, rhs, (1, 1, 8, 8, 2), "device", spin=10**9)
+    for launch in range(1, 4):
+        solver.advance(steps)
+        assert solver.participants() == solver.groups
+        assert np.array_equal(solver.read(), jacobi_numpy(rhs, launch * steps))
+
+
 # Run in a subprocess that sees Oclgrind: each configuration for 1, 2 and 5 steps.
 UNDER_OCLGRIND = """
 import importlib.util, sys

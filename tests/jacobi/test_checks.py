@@ -38,3 +38,18 @@ def test_values_beyond_float32_are_refused_at_either_end(value):
     with pytest.raises(InvalidArgumentError, match="beyond float32"):
         check_fits(grid, np.float32, "the grid")
     check_fits(grid, np.float64, "the grid")
+
+
+def test_rhs_checked_skips_only_the_pass_over_the_values(any_compute):
+    from oclsci.jacobi import JacobiSolver
+
+    bad = np.ones((4, 5), np.float32)
+    bad[1, 2] = np.nan
+    with pytest.raises(InvalidArgumentError, match="NaN"):
+        JacobiSolver(any_compute, bad)
+    JacobiSolver(any_compute, bad, rhs_checked=True)  # the caller vouches for the values
+    with pytest.raises(InvalidArgumentError, match="2-D"):
+        JacobiSolver(any_compute, np.ones(5), rhs_checked=True)
+    with pytest.raises(InvalidArgumentError, match="NaN"):
+        validate_grid(bad, "B")
+    assert validate_grid(bad, "B", check_finite=False) is not None
