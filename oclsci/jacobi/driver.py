@@ -16,6 +16,7 @@ placements nothing of files or options.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
@@ -209,7 +210,10 @@ def _run_job(job: JacobiJob, placement: Placement, progress: ProgressFactory | N
             stop_flag.stopping()
             placement.stopped(error, stop_flag, solve.solver.iteration, job.checkpoint)
         x = solve.gather()
-        _on_root(placement, lambda: check_finite(x))  # an overflowed run writes no output
+        # An overflowed run writes no output. A finite final residual already proves x
+        # finite (a NaN or infinity in any cell makes its residual term, and the sum, not
+        # finite), so only a run without one pays the host's pass over x.
+        _on_root(placement, lambda: None if math.isfinite(result.residual) else check_finite(x))
     result, distribution = placement.totals(result, solve)
 
     def finish() -> JacobiOutcome:

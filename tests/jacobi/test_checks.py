@@ -4,6 +4,7 @@ beyond the dtype found wherever they sit, in every float type; integers always p
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 import pytest
 
 from oclsci.errors import InvalidArgumentError, NonFiniteResultError
@@ -53,3 +54,54 @@ def test_rhs_checked_skips_only_the_pass_over_the_values(any_compute):
     with pytest.raises(InvalidArgumentError, match="NaN"):
         validate_grid(bad, "B")
     assert validate_grid(bad, "B", check_finite=False) is not None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("where", [(0, 0), (0, 6), (2, 3), (4, 0), (4, 6)])
+@pytest.mark.parametrize("scale", [0.0, 1.0, "huge"])
+def test_a_non_finite_iterate_makes_the_residual_non_finite(any_compute, dtype, bad, where,
+                                                            scale):
+    """The driver skips its pass over the result when the final residual is finite: that
+    needs a NaN or infinity in any cell, edge or corner, to make the residual not finite,
+    whatever the scale ||B|| (zero, or beyond the accumulator in float64)."""
+    from oclsci.jacobi import JacobiSolver
+    from oclsci.jacobi.solver import relative_residual
+
+    if dtype == np.float64 and not any_compute.supports_fp64:
+        pytest.skip("the device has no float64")
+    value = np.finfo(dtype).max / 2 if scale == "huge" else scale
+    rhs = np.full((5, 7), value, dtype)
+    solver = JacobiSolver(any_compute, rhs, dtype=dtype)
+    assert np.isfinite(relative_residual(solver)) or scale == "huge"
+    row = solver.read_rows(where[0] + 1, 1)
+    row[0, where[1] + 1] = bad
+    solver.write_rows(where[0] + 1, row)
+    assert not np.isfinite(relative_residual(solver))
+
+
+@pytest.mark.parametrize("x0", [False, True])
+@pytest.mark.parametrize("staging_bytes", [64, 300, 1 << 20])
+def test_the_padded_layout_survives_staged_blocks(any_compute, monkeypatch, staging_bytes, x0):
+    """B (and x0) go up padded through page-locked blocks of a few rows, a remainder or the
+    whole grid: the ring and the row padding hold zeros, the interior the values; a read
+    gives the interior back."""
+    from oclsci.jacobi import JacobiSolver
+    from oclsci.runtime import hostmem
+
+    monkeypatch.setattr(hostmem, "STAGING_BYTES", staging_bytes)
+    rng = np.random.default_rng(staging_bytes)
+    rhs = rng.standard_normal((9, 13))
+    start = np.asfortranarray(rng.integers(-5, 5, (9, 13))) if x0 else None
+    solver = JacobiSolver(any_compute, rhs, x0=start)
+    padded = np.zeros((11, solver.row_stride), np.float32)
+    padded[1:-1, 1:14] = rhs
+    want_x = padded.copy()
+    if x0:
+        want_x[1:-1, 1:14] = start
+    for buffer, want in ((solver.rhs_buffer, padded), (solver.x_buffers[0], want_x),
+                         (solver.x_buffers[1], want_x)):
+        got = np.full_like(padded, np.nan)
+        cl.enqueue_copy(any_compute.queue, got, buffer)
+        assert np.array_equal(got, want)
+    assert np.array_equal(solver.read(), want_x[1:-1, 1:14])
