@@ -63,16 +63,15 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     want_smooth = image_path is not None
     world = mpi_world()  # None without MPI or in a world of one rank
     if world is not None:  # several ranks: each renders bands of rows, rank 0 gathers them
-        compute, plan, results = mandelbrot_distributed(
+        compute, plan, result, timings = mandelbrot_distributed(
             world, device=device, quiet=quiet, repeat=repeat, want_smooth=want_smooth,
             notify=functools.partial(click.echo, err=True), width=width, height=height,
             maxiter=maxiter, xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax,
             horizon=horizon_value, dtype=dtype)
-        if results is None:  # not rank 0: rank 0 writes and prints
+        if result is None:  # not rank 0: rank 0 writes and prints
             return
         if not quiet:
             click.echo(describe_bands(world, height))
-        result, timings = results[-1], [r.timings for r in results]
     else:
         # Signals are collected while kernels build and run, and stop the run between bands.
         with StopFlag(raising=True):

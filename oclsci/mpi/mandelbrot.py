@@ -83,15 +83,18 @@ def describe_bands(world: World, height: int, bands_per_rank: int | None = None)
 def mandelbrot_distributed(world: World, *, device: str | None, quiet: bool, repeat: int,
                            want_smooth: bool, bands_per_rank: int | None = None,
                            notify: Callable[[str], None] | None = None,
-                           **params: Any) -> tuple[Any, Any, list | None]:
+                           **params: Any) -> tuple[Any, Any, Any, list | None]:
     """``oclsci mandelbrot`` over the ranks of ``world``: rows shared out, gathered on rank 0.
 
     Each rank renders ``bands_per_rank`` bands of rows (see :func:`resolve_bands_per_rank`),
     dealt out in turn so that the costly rows near the set are spread over the ranks; the
-    bands are exact pieces of the one-device image. Returns ``(compute, renderer, results)``:
-    on rank 0 the whole image as a list of ``repeat``
-    :class:`~oclsci.mandelbrot.MandelbrotResult` (timings: the slowest rank's device times,
-    and the wall time of computing and gathering), on the other ranks ``results`` is None.
+    bands are exact pieces of the one-device image. The image is computed ``repeat`` times.
+    Returns ``(compute, renderer, result, timings)``: on rank 0 the last computation's whole
+    image as a :class:`~oclsci.mandelbrot.MandelbrotResult` (only it is kept: memory does not
+    grow with ``repeat``) and the ``repeat`` computations'
+    :class:`~oclsci.mandelbrot.MandelbrotTimings` (the slowest rank's device times, and the
+    wall time of computing and gathering); on the other ranks ``result`` and ``timings`` are
+    None.
     Unless ``quiet``, rank 0 passes the ranks' device lines to ``notify``;
     :func:`describe_bands` says how the rows were shared out.
     """
@@ -109,7 +112,7 @@ def _mandelbrot_distributed(world: World, *, device, notify, repeat, want_smooth
     renderers = world.agree(lambda: {first: MandelbrotRenderer(compute, rows=(first, count),
                                                                **params)
                                      for first, count in bands})
-    results = []
+    result, timings = None, []
     for _ in range(repeat):
         times = {"kernel": 0.0, "total": 0.0}
 
@@ -122,6 +125,7 @@ def _mandelbrot_distributed(world: World, *, device, notify, repeat, want_smooth
                 arrays["smooth"] = result.smooth
             return arrays
 
+        result = full = None  # the last image goes before the next is gathered
         world.comm.Barrier()
         started = time.perf_counter()
         full, _ = gather_bands(world, height, band, bands_per_rank)
@@ -129,12 +133,12 @@ def _mandelbrot_distributed(world: World, *, device, notify, repeat, want_smooth
         kernel = world.allreduce_max(times["kernel"])
         total = world.allreduce_max(times["total"])
         if world.is_root:
-            timings = MandelbrotTimings(kernel_seconds=kernel, total_seconds=total,
-                                        wall_seconds=wall)
-            results.append(MandelbrotResult(
-                counts=full["counts"], z=None, smooth=full.get("smooth"), timings=timings,
+            timings.append(MandelbrotTimings(kernel_seconds=kernel, total_seconds=total,
+                                             wall_seconds=wall))
+            result = MandelbrotResult(
+                counts=full["counts"], z=None, smooth=full.get("smooth"), timings=timings[-1],
                 first_row=0, row_count=height, params=dict(renderers[0].params, rows=(0, height)),
-                device=compute.name))
+                device=compute.name)
     if not world.is_root:
-        return compute, None, None
-    return compute, renderers[0], results
+        return compute, None, None, None
+    return compute, renderers[0], result, timings

@@ -541,3 +541,17 @@ def test_mandelbrot_cli_rows_shared_out_and_gathered(tmp_path):
         assert result.stdout == ""  # --quiet on every rank
         assert np.array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "one.npy"))
         assert (tmp_path / "p.png").read_bytes() == (tmp_path / "one.png").read_bytes()
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_mandelbrot_cli_repeats_keep_the_last_image(tmp_path):
+    """--repeat over ranks: the image of the last computation, timings of all (medians)."""
+    pytest.importorskip("oclsci.cli.mandelbrot")
+    args = ["mandelbrot", "--width", 211, "--height", 97, "--maxiter", 90, "--device", DEVICE,
+            "--no-image"]
+    assert_ok(run_oclsci([*args, "--counts", tmp_path / "one.npy", "-q"]))
+    result = assert_ok(run_oclsci([*args, "--counts", tmp_path / "p.npy", "--repeat", 3],
+                                  ranks=2))
+    assert "(median of 3)" in result.stdout
+    assert np.array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "one.npy"))
