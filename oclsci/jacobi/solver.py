@@ -115,12 +115,13 @@ class JacobiSolver:
 
         # B and x0 go up once each, padded on the way through small page-locked blocks (no
         # padded host copy; pageable memory would go at a fraction of the bus's speed); the
-        # ping-pong buffers start as device copies (Oclgrind counts a buffer copy as
-        # initialising, not a rectangular write).
+        # ping-pong buffers start as device copies (Oclgrind counts those as initialising).
+        # Finished before returning: callers may read the buffers on another queue (MPI).
         self.rhs_buffer = self._upload(rhs, cl.mem_flags.READ_ONLY)
         start = self.rhs_buffer if x0 is None else self._upload(x0, cl.mem_flags.READ_WRITE)
         self.x_buffers = [start if x0 is not None else self._device_copy(start),
                           self._device_copy(start)]
+        compute.queue.finish()
         self.current = 0
         self._rhs_sums_of_squares: dict[tuple[int, int], float] = {}
         # A chosen (not given) configuration that the built kernel cannot run with gives way
@@ -155,7 +156,8 @@ class JacobiSolver:
         return buffer
 
     def _device_copy(self, source: Any) -> Any:
-        """A new read-write device buffer holding a copy of ``source`` (enqueued, in order)."""
+        """A new read-write device buffer holding a copy of ``source`` (enqueued, in order:
+        wait for the queue before using it elsewhere)."""
         buffer = cl.Buffer(self.compute.context, cl.mem_flags.READ_WRITE, source.size)
         cl.enqueue_copy(self.compute.queue, buffer, source)
         return buffer

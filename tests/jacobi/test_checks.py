@@ -84,8 +84,9 @@ def test_a_non_finite_iterate_makes_the_residual_non_finite(any_compute, dtype, 
 @pytest.mark.parametrize("staging_bytes", [64, 300, 1 << 20])
 def test_the_padded_layout_survives_staged_blocks(any_compute, monkeypatch, staging_bytes, x0):
     """B (and x0) go up padded through page-locked blocks of a few rows, a remainder or the
-    whole grid: the ring and the row padding hold zeros, the interior the values; a read
-    gives the interior back."""
+    whole grid: the ring and the row padding hold zeros, the interior the values, complete
+    for another queue (the overlapped MPI exchange reads them on its copy queue at once); a
+    read gives the interior back."""
     from oclsci.jacobi import JacobiSolver
     from oclsci.runtime import hostmem
 
@@ -102,6 +103,6 @@ def test_the_padded_layout_survives_staged_blocks(any_compute, monkeypatch, stag
     for buffer, want in ((solver.rhs_buffer, padded), (solver.x_buffers[0], want_x),
                          (solver.x_buffers[1], want_x)):
         got = np.full_like(padded, np.nan)
-        cl.enqueue_copy(any_compute.queue, got, buffer)
+        cl.enqueue_copy(any_compute.copy_queue, got, buffer)
         assert np.array_equal(got, want)
     assert np.array_equal(solver.read(), want_x[1:-1, 1:14])
