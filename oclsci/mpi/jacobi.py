@@ -8,6 +8,7 @@ the one-device run for any number of ranks (see :mod:`oclsci.mpi.slabs` and docs
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -64,24 +65,37 @@ class DistributedJacobi:
     there; other ranks pass None) or a function ``rows(start, stop)`` that every rank calls
     to make its own rows (benchmarks build grids that way, without a scatter). ``kernel``
     and ``config`` as for :class:`~oclsci.jacobi.JacobiSolver`; rank 0's configuration is
-    used on every rank, so all ranks advance the same steps per launch.
+    used on every rank, so all ranks advance the same steps per launch. When the exchange
+    overlaps the interior's steps and ``kernel`` is ``auto`` (no ``config``), the interior
+    runs what ``auto`` means for its own shape and the edge strips what it means for theirs
+    (on a GPU: ``temporal`` for strips of a few rows, where ``streaming``'s extra advances at
+    the top and bottom of each launch would outweigh them); ``strip_config`` names the
+    strips' configuration instead (default: the interior's).
     """
 
     def __init__(self, world: World, compute: Any, shape: tuple[int, int], rhs: Any,
                  x0: Any = None, *, dtype: Any = np.float32, kernel: str = "auto",
                  config: Any = None, exchange_every: int | None = None,
-                 data_dtypes: tuple[str, str | None] | None = None):
+                 data_dtypes: tuple[str, str | None] | None = None,
+                 strip_config: Any = None):
         self.world = world
         self.compute = compute
         self.m, self.n = (int(v) for v in shape)
         self.dtype = np.dtype(dtype)
+        # One choice for all ranks (the summary's collectives depend on it): overlap only if
+        # every rank wants it.
+        overlap = world.size > 1 and bool(world.comm.allreduce(
+            int(world.agree(wants_overlap, compute)), op=world.MPI.MIN))
         if config is None:
-            config = world.agree(lambda: choose_fitting_config(
-                compute, kernel, self.dtype, (max(1, self.m // world.size), self.n))
-                if world.is_root else None)
-            config = world.bcast(config)
-        self.config = config
-        self.period = world.agree(exchange_period, config.steps_per_launch, exchange_every)
+            config, chosen_strips = world.bcast(world.agree(
+                lambda: self._choose(kernel, overlap, exchange_every) if world.is_root
+                else None))
+            strip_config = strip_config or chosen_strips
+        strip_config = strip_config or config
+        self.config, self.strip_config = config, strip_config
+        # Exchanges at a multiple of both configurations' steps per launch.
+        self.period = world.agree(exchange_period, math.lcm(
+            config.steps_per_launch, strip_config.steps_per_launch), exchange_every)
         self.decomposition = world.agree(Decomposition.build, self.m, self.n, world.size,
                                          self.period)
         self.slab = self.decomposition.slabs[world.rank]
@@ -89,20 +103,30 @@ class DistributedJacobi:
         rhs_rows = self._rows(rhs, rhs_dtype)
         x0_rows = None if x0 is None and x0_dtype is None else self._rows(x0, x0_dtype)
 
-        # One choice for all ranks (the summary's collectives depend on it): overlap only if
-        # every rank wants it.
-        overlap = world.size > 1 and bool(world.comm.allreduce(
-            int(world.agree(wants_overlap, compute)), op=world.MPI.MIN))
         pieces = sub_slabs(self.decomposition) if overlap else None
         if pieces is not None:
             self.solver = world.agree(lambda: OverlappedSlab(
                 world, compute, self.slab, pieces, rhs_rows, x0_rows, dtype=self.dtype,
-                config=config, period=self.period))
+                config=config, strip_config=strip_config, period=self.period))
             self.halo = self.solver
         else:
             self.solver = world.agree(lambda: JacobiSolver(compute, rhs_rows, x0=x0_rows,
                                                            dtype=self.dtype, config=config))
             self.halo = SlabHalo(world, self.decomposition, self.period)
+
+    def _choose(self, kernel: str, overlap: bool, exchange_every: int | None) -> tuple:
+        """Rank 0's configurations: what ``kernel`` means for a slab's shape; when the slabs
+        overlap and ``kernel`` is ``auto``, what it means for the interior between two strips
+        and (when it differs, else None) for a strip, each a grid of its own."""
+        rows = max(1, self.m // self.world.size)
+        config = choose_fitting_config(self.compute, kernel, self.dtype, (rows, self.n))
+        if not overlap or kernel != "auto":
+            return config, None
+        strip_rows = exchange_period(config.steps_per_launch, exchange_every) + 1
+        interior, strips = (choose_fitting_config(self.compute, kernel, self.dtype, shape)
+                            for shape in ((max(1, rows - 2 * strip_rows), self.n),
+                                          (strip_rows, self.n)))
+        return interior, (None if strips == interior else strips)
 
     @property
     def overlapped(self) -> bool:

@@ -18,6 +18,7 @@ profiling times and reported apart from the hidden part.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import Any
@@ -67,12 +68,16 @@ class OverlappedSlab:
     """This rank's sub-slab solvers: the solver and the ``halo`` that
     :func:`oclsci.jacobi.run` drives. Rows are numbered as in the rank's whole slab ``slab``
     (padded local rows, as :class:`~oclsci.jacobi.JacobiSolver` numbers them); ``rhs_rows``
-    and ``x0_rows`` (or None) hold the slab's rows ``slab.lo..slab.hi-1``.
+    and ``x0_rows`` (or None) hold the slab's rows ``slab.lo..slab.hi-1``. The strips (the
+    sub-slabs that send rows to other ranks) run ``strip_config`` (default ``config``), the
+    interior ``config``; ``period`` is a multiple of both steps per launch, or launches of
+    fewer steps make up the difference.
     """
 
     def __init__(self, world: World, compute: Any, slab: Slab,
                  pieces: tuple[Decomposition, list[int]], rhs_rows: np.ndarray,
-                 x0_rows: np.ndarray | None, *, dtype: Any, config: Any, period: int):
+                 x0_rows: np.ndarray | None, *, dtype: Any, config: Any, period: int,
+                 strip_config: Any = None):
         self.world = world
         self.compute = compute
         self.slab = slab
@@ -81,15 +86,20 @@ class OverlappedSlab:
         rank = world.rank
         self.pieces = {index: decomposition.slabs[index]
                        for index, owner in enumerate(owners) if owner == rank}
+        strips = {source for source, dest, _, _ in decomposition.transfers()
+                  if owners[source] == rank and owners[dest] != rank}
         self.solvers: dict[int, JacobiSolver] = {}
         for index, piece in self.pieces.items():
             rows = slice(piece.lo - slab.lo, piece.hi - slab.lo)
             self.solvers[index] = JacobiSolver(
                 compute, rhs_rows[rows], x0=None if x0_rows is None else x0_rows[rows],
-                dtype=dtype, config=config)
+                dtype=dtype, config=strip_config if index in strips and strip_config
+                else config)
         any_solver = next(iter(self.solvers.values()))
-        self.config = any_solver.config
-        self.steps_per_launch = any_solver.steps_per_launch
+        interior = [solver for index, solver in self.solvers.items() if index not in strips]
+        self.config = (interior or [any_solver])[0].config
+        self.strip_configs = {self.solvers[index].config for index in strips} - {self.config}
+        self.steps_per_launch = math.lcm(*(s.steps_per_launch for s in self.solvers.values()))
         self.dtype = any_solver.dtype
         self.row_stride = any_solver.row_stride
 
@@ -294,7 +304,9 @@ class OverlappedSlab:
     def describe(self) -> str:
         """The sub-slabs, for summaries."""
         rows = "+".join(str(piece.rows) for _, piece in sorted(self.pieces.items()))
-        return f"sub-slabs of {rows} rows, exchanges overlapped with the interior's steps"
+        strips = "".join(f", strips: {config.describe()}" for config in self.strip_configs)
+        return (f"sub-slabs of {rows} rows{strips}, exchanges overlapped with the interior's "
+                "steps")
 
 
 def _wait(events: list) -> None:

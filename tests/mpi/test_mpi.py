@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from conftest import DEVICE_SPECS, tool_missing
+from gpu_profiles import PROFILES, described
 from mpi_launch import (
     LAUNCHER_VARIABLES,
     assert_ok,
@@ -206,6 +207,33 @@ def test_sub_slabs_refuse_thin_slabs():
     assert mpi.sub_slabs(mpi.Decomposition.build(3 * 27, 5, 3, 8)) is not None
 
 
+@pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
+def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
+    """With `auto` and the overlap, the interior runs what `auto` means for the interior's
+    shape and the strips what it means for theirs (a GPU: `temporal` strips); a named kernel
+    or whole slabs keep one configuration."""
+    from oclsci.jacobi import tuning
+    from oclsci.mpi import jacobi as mpi_jacobi
+
+    monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "tuning.json"))
+    monkeypatch.setattr(mpi_jacobi, "choose_fitting_config", tuning.choose_config)
+    compute = described(profile)
+
+    def choose(shape, ranks, kernel, overlap):
+        job = object.__new__(mpi_jacobi.DistributedJacobi)
+        job.compute, job.dtype, (job.m, job.n) = compute, np.dtype(np.float32), shape
+        job.world = SimpleNamespace(size=ranks)
+        return job._choose(kernel, overlap, None)
+
+    interior, strips = choose((16384, 16384), 2, "auto", True)  # slabs of 2^27 cells
+    assert interior.name == "temporal" and (strips or interior).name == "temporal"
+    interior, strips = choose((32768, 16384), 2, "auto", True)  # slabs of 2^28 cells
+    assert interior.name == "streaming" and strips.name == "temporal"
+    for kernel, overlap in (("auto", False), ("streaming", True)):
+        config, strips = choose((32768, 16384), 2, kernel, overlap)
+        assert config.name == "streaming" and strips is None
+
+
 def test_overlap_switch():
     gpu, cpu = SimpleNamespace(is_gpu=True), SimpleNamespace(is_gpu=False)
     assert mpi.wants_overlap(gpu, {}) and mpi.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "auto"})
@@ -322,6 +350,47 @@ def test_overlapped_exchange_bit_identical(inputs, tmp_path, kernel):
         assert "exchanges overlapped with the interior's steps" in result.stdout
         assert re.search(r"a device waited [\d.]+ s for them after its own", result.stdout)
         assert np.array_equal(np.load(out), reference), f"P={ranks} differs ({kernel})"
+
+
+MIXED_SCRIPT = """
+import sys, numpy as np
+from oclsci import mpi
+from oclsci.jacobi.solver import choose_fitting_config
+from oclsci.runtime.device import create_context
+world = mpi.mpi_world()
+compute = create_context(sys.argv[1])
+rhs = np.load(sys.argv[2]).astype(np.float32)
+steps, out = int(sys.argv[3]), sys.argv[4]
+strips = choose_fitting_config(compute, "temporal", np.float32, (9, rhs.shape[1]))
+interior = choose_fitting_config(compute, "coalesced", np.float32, rhs.shape)
+job = mpi.DistributedJacobi(world, compute, rhs.shape, rhs if world.is_root else None,
+                            config=interior, strip_config=strips,
+                            data_dtypes=("float32", None))
+job.start(0)
+job.run(steps)
+x = job.gather()
+if world.is_root:
+    assert job.overlapped and "strips: temporal" in job.describe(), job.describe()
+    assert job.period % strips.steps_per_launch == 0, job.period
+    np.save(out, x)
+"""
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_overlapped_strips_may_run_another_kernel(inputs, tmp_path):
+    """Strips on ``temporal``, the interior on ``coalesced`` (as ``auto`` runs ``temporal``
+    strips beside a ``streaming`` interior on big GPU slabs): still equal to NumPy."""
+    script = tmp_path / "mixed.py"
+    script.write_text(MIXED_SCRIPT)
+    want = jacobi_numpy(np.load(inputs[(1021, 37)]).astype(np.float32), ITERATIONS)
+    for ranks in (2, 3):
+        out = tmp_path / f"p{ranks}.npy"
+        command = [*mpiexec_command(), "-n", str(ranks), sys.executable, str(script), DEVICE,
+                   str(inputs[(1021, 37)]), str(ITERATIONS), str(out)]
+        assert_ok(subprocess.run(command, env=launch_env(OVERLAP), capture_output=True,
+                                 text=True, timeout=180, stdin=subprocess.DEVNULL))
+        assert np.array_equal(np.load(out), want), f"P={ranks} differs"
 
 
 @pytest.mark.mpi
