@@ -59,7 +59,10 @@ def measure(world: mpi.World, compute, shape, iterations: int, dtype, kernel: st
     wall = time.perf_counter() - started
     figures = {
         "ranks": world.size, "m": shape[0], "n": shape[1], "dtype": dtype.name,
-        "kernel_option": kernel, "kernel": job.config.describe(), "iterations": iterations,
+        "kernel_option": kernel, "kernel": job.config.describe(),
+        "strip_kernel": (job.strip_config.describe()
+                         if job.overlapped and job.strip_config != job.config else None),
+        "iterations": iterations,
         "exchange_every": job.period, "halo_rows": job.decomposition.halo,
         "seconds": world.allreduce_max(wall),
         "device_seconds": world.allreduce_max(result.device_seconds),

@@ -67,10 +67,10 @@ class DistributedJacobi:
     and ``config`` as for :class:`~oclsci.jacobi.JacobiSolver`; rank 0's configuration is
     used on every rank, so all ranks advance the same steps per launch. When the exchange
     overlaps the interior's steps and ``kernel`` is ``auto`` (no ``config``), the interior
-    runs what ``auto`` means for its own shape and the edge strips what it means for theirs
-    (on a GPU: ``temporal`` for strips of a few rows, where ``streaming``'s extra advances at
-    the top and bottom of each launch would outweigh them); ``strip_config`` names the
-    strips' configuration instead (default: the interior's).
+    runs what ``auto`` means for a middle rank's interior and the edge strips what it means
+    for theirs (on a GPU: ``temporal`` for strips of a few rows, where ``streaming``'s extra
+    advances at the top and bottom of each launch would outweigh them); ``strip_config``
+    names the strips' configuration instead (default: the interior's).
     """
 
     def __init__(self, world: World, compute: Any, shape: tuple[int, int], rhs: Any,
@@ -116,16 +116,25 @@ class DistributedJacobi:
 
     def _choose(self, kernel: str, overlap: bool, exchange_every: int | None) -> tuple:
         """Rank 0's configurations: what ``kernel`` means for a slab's shape; when the slabs
-        overlap and ``kernel`` is ``auto``, what it means for the interior between two strips
-        and (when it differs, else None) for a strip, each a grid of its own."""
+        overlap and ``kernel`` is ``auto``, what it means for the interior of a middle rank
+        and (when it differs, else None) for a strip, each a grid of its own, at the period
+        both give. If slabs that thick do not fit strips and an interior, the slab's."""
         rows = max(1, self.m // self.world.size)
         config = choose_fitting_config(self.compute, kernel, self.dtype, (rows, self.n))
         if not overlap or kernel != "auto":
             return config, None
-        strip_rows = exchange_period(config.steps_per_launch, exchange_every) + 1
-        interior, strips = (choose_fitting_config(self.compute, kernel, self.dtype, shape)
-                            for shape in ((max(1, rows - 2 * strip_rows), self.n),
-                                          (strip_rows, self.n)))
+        period = exchange_period(config.steps_per_launch, exchange_every)
+        for _ in range(3):  # the strips' height depends on the period, the period on them
+            interior, strips = (choose_fitting_config(self.compute, kernel, self.dtype, shape)
+                                for shape in ((max(1, rows - 2 * (period + 1)), self.n),
+                                              (period + 1, self.n)))
+            chosen = exchange_period(math.lcm(interior.steps_per_launch,
+                                              strips.steps_per_launch), exchange_every)
+            if chosen == period:
+                break
+            period = chosen
+        if sub_slabs(Decomposition.build(self.m, self.n, self.world.size, chosen)) is None:
+            return config, None
         return interior, (None if strips == interior else strips)
 
     @property

@@ -232,6 +232,12 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
     for kernel, overlap in (("auto", False), ("streaming", True)):
         config, strips = choose((32768, 16384), 2, kernel, overlap)
         assert config.name == "streaming" and strips is None
+    # Slabs of 40 rows: strips of a longer period would not fit, so one configuration.
+    slab_config, _ = choose((120, 65536), 3, "auto", False)
+    config, strips = choose((120, 65536), 3, "auto", True)
+    assert strips is None and config == slab_config
+    period = mpi.exchange_period(config.steps_per_launch)
+    assert mpi.sub_slabs(mpi.Decomposition.build(120, 65536, 3, period)) is not None
 
 
 def test_overlap_switch():
