@@ -37,7 +37,7 @@ def scatter_rows(world: World, decomposition: Decomposition, array: np.ndarray |
     (m, n), dtype = shape_dtype
     slab = decomposition.slabs[world.rank]
     if world.is_root:
-        array = np.ascontiguousarray(array)
+        array = np.ascontiguousarray(array, dtype=np.dtype(dtype))  # as the others expect
         for other in decomposition.slabs[1:]:
             world.send_array(array[other.lo:other.hi], other.rank, TAG_SCATTER)
         return array[slab.lo:slab.hi].copy()
@@ -99,7 +99,11 @@ class DistributedJacobi:
         self.decomposition = world.agree(Decomposition.build, self.m, self.n, world.size,
                                          self.period)
         self.slab = self.decomposition.slabs[world.rank]
-        rhs_dtype, x0_dtype = data_dtypes or (str(self.dtype), str(self.dtype))
+        # The dtypes the rows travel in; by default the solver's, and no x0 where rank 0
+        # has none (the other ranks pass None either way).
+        rhs_dtype, x0_dtype = data_dtypes or world.bcast(
+            (str(self.dtype), None if x0 is None else str(self.dtype)) if world.is_root
+            else None)
         rhs_rows = self._rows(rhs, rhs_dtype)
         x0_rows = None if x0 is None and x0_dtype is None else self._rows(x0, x0_dtype)
 

@@ -365,13 +365,12 @@ from oclsci.jacobi.solver import choose_fitting_config
 from oclsci.runtime.device import create_context
 world = mpi.mpi_world()
 compute = create_context(sys.argv[1])
-rhs = np.load(sys.argv[2]).astype(np.float32)
+rhs = np.load(sys.argv[2])  # float64: sent to the ranks as the solver's float32
 steps, out = int(sys.argv[3]), sys.argv[4]
 strips = choose_fitting_config(compute, "temporal", np.float32, (9, rhs.shape[1]))
 interior = choose_fitting_config(compute, "coalesced", np.float32, rhs.shape)
 job = mpi.DistributedJacobi(world, compute, rhs.shape, rhs if world.is_root else None,
-                            config=interior, strip_config=strips,
-                            data_dtypes=("float32", None))
+                            config=interior, strip_config=strips)
 job.start(0)
 job.run(steps)
 x = job.gather()
