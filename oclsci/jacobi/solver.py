@@ -118,9 +118,9 @@ class JacobiSolver:
         # ping-pong buffers start as device copies (Oclgrind counts those as initialising).
         # Finished before returning: callers may read the buffers on another queue (MPI).
         self.rhs_buffer = self._upload(rhs, cl.mem_flags.READ_ONLY)
-        start = self.rhs_buffer if x0 is None else self._upload(x0, cl.mem_flags.READ_WRITE)
-        self.x_buffers = [start if x0 is not None else self._device_copy(start),
-                          self._device_copy(start)]
+        first = self._device_copy(self.rhs_buffer) if x0 is None \
+            else self._upload(x0, cl.mem_flags.READ_WRITE)
+        self.x_buffers = [first, self._device_copy(first)]
         compute.queue.finish()
         self.current = 0
         self._rhs_sums_of_squares: dict[tuple[int, int], float] = {}
@@ -145,7 +145,7 @@ class JacobiSolver:
         def fill(block: np.ndarray, first: int) -> None:
             block[:, 0] = 0
             block[:, n + 1:] = 0
-            low, high = max(first, 1), min(first + len(block), m + 1)  # interior rows here
+            low, high = self._interior_rows(first, len(block))
             block[low - first:high - first, 1:n + 1] = interior[low - 1:high - 1]
             if first == 0:
                 block[0] = 0
@@ -154,6 +154,11 @@ class JacobiSolver:
 
         staged_write(self.compute, buffer, (m + 2, self.row_stride), self.dtype, fill)
         return buffer
+
+    def _interior_rows(self, first: int, count: int) -> tuple[int, int]:
+        """The interior rows (padded numbering, ``low <= row < high``) among padded rows
+        ``first .. first + count - 1``."""
+        return max(first, 1), min(first + count, self.m + 1)
 
     def _device_copy(self, source: Any) -> Any:
         """A new read-write device buffer holding a copy of ``source`` (enqueued, in order:
@@ -299,7 +304,7 @@ class JacobiSolver:
         interior = np.empty((m, n), dtype=self.dtype)
 
         def take(block: np.ndarray, first: int) -> None:
-            low, high = max(first, 1), min(first + len(block), m + 1)  # interior rows here
+            low, high = self._interior_rows(first, len(block))
             interior[low - 1:high - 1] = block[low - first:high - first, 1:n + 1]
 
         staged_read(self.compute, self.x_buffer, (m + 2, self.row_stride), self.dtype, take)
