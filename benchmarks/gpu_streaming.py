@@ -19,24 +19,46 @@ import argparse
 import itertools
 
 import numpy as np
+import pyopencl as cl
 
+from oclsci.jacobi.specs.streaming import check, halos, registers
 from oclsci.jacobi.tuning import KernelConfig, device_default
 from oclsci.jacobi.tuning.search import tune
+from oclsci.runtime import programs
 from oclsci.runtime.device import create_context
 
 
-def sweep() -> list[KernelConfig]:
-    """``streaming`` shapes near the defaults: columns per work-item, work-group widths,
-    steps per launch, segment heights, one or two rows between steps."""
+def sweep(dtype: np.dtype) -> list[KernelConfig]:
+    """``streaming`` shapes around the defaults: columns and rows per work-item, work-group
+    widths, steps per launch, segment heights, one or two rows between steps, B loaded or
+    kept in registers; strips of 128 to 512 columns whose tile is at least 60% of the strip,
+    registers (the spec's estimate) within 200."""
     found = []
-    for cols, local_w, steps, seg_h, skew in itertools.product(
-            (2, 4), (64, 128, 256), (6, 8, 10, 12, 14, 16), (256, 384, 512), (1, 2)):
-        if (skew + 2) * steps * cols > 160 or not 128 <= local_w * cols <= 512:
+    for cols, local_w, steps, seg_h, skew, rows, rhs_in_regs in itertools.product(
+            (1, 2, 4), (32, 64, 128, 256), (6, 8, 10, 12, 14, 16), (256, 512), (1, 2),
+            (1, 2, 3, 4), (False, True)):
+        params = {"cols": cols, "local_w": local_w, "max_steps": steps, "seg_h": seg_h,
+                  "skew": skew, "rows": rows, "rhs_in_regs": rhs_in_regs}
+        if check(params) or not 128 <= local_w * cols <= 512:
             continue
-        found.append(KernelConfig("streaming", {"cols": cols, "local_w": local_w,
-                                                "max_steps": steps, "seg_h": seg_h,
-                                                "skew": skew}))
-    return found
+        if halos(params)[1] < 0.6 * local_w * cols:
+            continue
+        if registers(params, dtype.itemsize) <= 200:
+            found.append(KernelConfig("streaming", params))
+    # The newer ideas first, in case the budget runs out.
+    return sorted(found, key=lambda c: (not c.params["rhs_in_regs"], c.params["rows"] == 1))
+
+
+def register_report(compute, config: KernelConfig, dtype: np.dtype) -> str:
+    """What NVIDIA's compiler says of the kernel's registers and spills (``-cl-nv-verbose``);
+    empty on other platforms."""
+    if "NVIDIA" not in compute.device.platform.name:
+        return ""
+    program = programs.build_program(compute, config.spec.template, ("-cl-nv-verbose",),
+                                     **dict(config.template_params(), dtype=dtype))
+    log = program.get_build_info(compute.device, cl.program_build_info.LOG)
+    return "; ".join(line.split(":", 1)[-1].strip() for line in log.splitlines()
+                     if "registers" in line or "spill" in line)
 
 
 def grid_shape(text: str) -> tuple[int, int]:
@@ -51,8 +73,12 @@ def main() -> None:
                         default=[(s, s) for s in (1024, 1448, 2048, 2896, 4096, 8192, 16384)],
                         help="grids: N (N x N) or MxN")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
-    parser.add_argument("--sweep", action="store_true", help="also time shapes near the "
-                        "default (about 100 more configurations per size and dtype)")
+    parser.add_argument("--sweep", action="store_true", help="also time shapes around the "
+                        "default (about 280 more configurations in float32, 80 in float64)")
+    parser.add_argument("--budget", type=float, default=120.0,
+                        help="seconds of tuning per size and dtype (default 120)")
+    parser.add_argument("--registers", type=int, default=0, metavar="N",
+                        help="print NVIDIA's register report of the N fastest")
     args = parser.parse_args()
     compute = create_context()
     print(f"device: {compute.device.name}; driver {compute.device.driver_version}")
@@ -60,9 +86,9 @@ def main() -> None:
         defaults = [device_default(compute, "temporal", dtype, shape),
                     device_default(compute, "streaming", dtype, shape)]
         configs = list(defaults)
-        configs += [c for c in sweep() if args.sweep and c not in configs
+        configs += [c for c in sweep(dtype) if args.sweep and c not in configs
                     and c.fits(compute, dtype)]
-        report = tune(compute, shape=shape, dtype=dtype, budget=120.0, configs=configs,
+        report = tune(compute, shape=shape, dtype=dtype, budget=args.budget, configs=configs,
                       finalists=len(configs) if not args.sweep else 8)
         print(f"{shape[0]}x{shape[1]} {dtype.name}:")
         fastest = sorted((t for t in report.trials if t.ok), key=lambda t: t.seconds_per_step)
@@ -70,6 +96,15 @@ def main() -> None:
                                 for config in defaults])]
         if args.sweep:
             groups.append(("fastest", fastest[:10]))
+            streaming = [t for t in fastest if t.config.name == "streaming"]
+            for rows in sorted({t.config.params.get("rows", 1) for t in streaming}):
+                groups.append((f"fastest streaming with rows={rows}",
+                               [t for t in streaming if t.config.params.get("rows", 1) == rows][:3]))
+            untried = len(configs) - len(report.trials)
+            wrong = [t for t in report.trials if not t.ok]
+            print(f" {len(report.trials)} timed in {report.seconds:.0f} s, {untried} left "
+                  f"untried; {len(wrong)} not ok" + "".join(f"\n  {t.config.describe()}: "
+                                                          f"{t.status}" for t in wrong[:5]))
         for title, trials in groups:
             print(f" {title}:")
             for trial in trials:
@@ -77,6 +112,9 @@ def main() -> None:
                         else float("nan"))
                 print(f"  {trial.config.describe()}: {trial.status}, "
                       f"{1e6 * trial.seconds_per_step:.2f} us per step, {rate:.1f} G cells/s")
+        for trial in fastest[:args.registers]:
+            print(f"  registers, {trial.config.describe()}: "
+                  f"{register_report(compute, trial.config, dtype)}")
 
 
 if __name__ == "__main__":

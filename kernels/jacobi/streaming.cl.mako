@@ -1,31 +1,40 @@
 <%inherit file="/base.cl.mako"/>
 <%doc>
   Streaming (2.5-D) temporal blocking, for GPUs. A work-group of local_w work-items owns a
-  strip of local_w * cols columns and walks down seg_h rows of it, one row per advance, doing
-  max_steps steps in one pass: level 0 is the row loaded at this advance, level t the row
-  skew * t above it after t steps. Each work-item keeps cols columns of skew + 2 rows per level
-  in registers (the rows above, at and below the cells level t + 1 updates, and with skew 2
-  the level's new row: then the levels of one advance do not depend on each other), so the
-  vertical neighbours never leave it; left and right neighbours come from the neighbouring
-  work-items through local memory, one barrier per advance (edges double-buffered by the
-  advance's parity). Only the strip's sides are a halo (left: the multiple of cols >=
-  max_steps, right: at least max_steps), recomputed by the neighbouring strips; the segment's
-  top and bottom cost (1 + skew) * max_steps extra advances. Level 0's next row and level 1's
-  right-hand side are loaded one advance ahead, the other levels' right-hand side (which the
-  level below read skew advances earlier, so cached) before the barrier. Advances and
-  work-items wholly inside the grid, in full launches, take a path without tests per cell.
-  Levels above `steps` (runtime, <= max_steps) pass their row through. Columns are aligned
-  to cols (rows start aligned: row_stride is a multiple of 16), so loads and stores are
-  vectors. Each update evaluates ((((up + down) + left) + right) - b) * 0.25 exactly as NumPy
-  does: bit-exact. Cells outside the interior keep their value.
+  strip of local_w * cols columns and walks down seg_h rows of it, rows rows per advance,
+  doing max_steps steps in one pass: level 0 is the rows loaded at this advance, level t the
+  rows d * t above them after t steps, where d = rows + skew - 1. Each work-item keeps cols
+  columns of d + 1 + rows rows per level in registers (the level's rows of this advance and
+  the d + 1 before them), so the vertical neighbours never leave it; left and right
+  neighbours come from the neighbouring work-items through local memory, one barrier per
+  advance (edges double-buffered by the advance's parity): the rows level t + 1 needs from
+  level t were computed at earlier advances (d >= rows), and with skew 2 the row below too,
+  so that the levels of one advance do not depend on each other. Only the strip's sides are
+  a halo (left: the multiple of cols >= max_steps, right: at least max_steps), recomputed by
+  the neighbouring strips; the segment's top and bottom cost (1 + d) * max_steps extra rows.
+  Level 0's next rows and level 1's right-hand side are loaded one advance ahead; the other
+  levels' right-hand side is loaded before the barrier (the level below read it earlier, so
+  it is cached) or, with rhs_in_regs (skew 1 only), taken from the registers where the level
+  below kept it at the previous advance (no load: (max_steps - 1) * rows more values in
+  registers). Advances and work-items wholly inside the grid, in full launches, take a path
+  without tests per cell. Levels above `steps` (runtime, <= max_steps) pass their rows
+  through. Columns are aligned to cols (rows start aligned: row_stride is a multiple of 16),
+  so loads and stores are vectors. Each update evaluates
+  ((((up + down) + left) + right) - b) * 0.25 exactly as NumPy does: bit-exact. Cells outside
+  the interior keep their value.
   Global size (ceil((n + 1) / tile_w) * local_w, ceil(m / seg_h)), local size (local_w, 1).
 </%doc>
 <%
-    C, LW, T, SH, D = cols, local_w, max_steps, seg_h, skew
-    S = D + 2                          # row slots per level
+    C, LW, T, SH, R = cols, local_w, max_steps, seg_h, rows
+    D = R + skew - 1                   # rows between consecutive levels
+    # Row slots per level: d + 1 + rows are live; rounded up to a multiple of rows so that
+    # the slots' rotation repeats after P advances (the compiler keeps only the live ones).
+    S = R * -(-(D + 1 + R) // R)
+    P = S // R                         # advances before the slots' rotation repeats
     L = C * -(-T // C)                 # left halo: a multiple of C >= T
     TW = (LW * C - L - T) // C * C     # tile: a multiple of C, right halo >= T
     assert TW >= C, "strip too narrow for the halo"
+    assert not rhs_in_regs or skew == 1, "B kept in registers needs skew 1"
     vt = "real_t" if C == 1 else f"{cl_type(dtype)}{C}"
     lanes = "0123456789abcdef"[:C]
     def lane(v, c):
@@ -33,20 +42,25 @@
     def load(ptr):
         return f"({ptr})[0]" if C == 1 else f"vload{C}(0, {ptr})"
     def reg(t, slot):
-        return f"x{t}_{slot}"
+        return f"x{t}_{slot % S}"
+    def slot(k, i, offset=0):
+        # Slot of the row offset + i of the rows level t computes at advance k, counted
+        # on level t - 1 when offset is -d - 1 .. -d + 1 (the rows around it).
+        return (k * R + i - 1 + offset) % S
 %>
 #pragma OPENCL FP_CONTRACT OFF
 #define LW ${LW}
-// Edge arrays [parity][level][work-item]: neighbouring work-items touch neighbouring words.
-#define EDGE(buf, t, item) (((buf) * ${T} + (t)) * LW + (item))
+// Edge arrays [parity][level][row][work-item]: neighbouring work-items touch neighbouring
+// words.
+#define EDGE(buf, t, i, item) ((((buf) * ${T} + (t)) * ${R} + (i)) * LW + (item))
 
 __kernel __attribute__((reqd_work_group_size(LW, 1, 1)))
 void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *restrict x_old,
                       __global const real_t *restrict rhs, int m, int n, int row_stride,
                       int steps)
 {
-    __local real_t west[${2 * T * LW}];   // each level's current row: leftmost column
-    __local real_t east[${2 * T * LW}];   // rightmost column
+    __local real_t west[${2 * T * R * LW}];   // the edge rows of each level: leftmost column
+    __local real_t east[${2 * T * R * LW}];   // rightmost column
     const int lx = get_local_id(0);
     const int j0 = (int)get_group_id(0) * ${TW} - ${L} + lx * ${C};  // first column
     const int r0 = (int)get_group_id(1) * ${SH} + 1;                 // the segment's rows
@@ -62,137 +76,186 @@ void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *re
     const bool in_tile = lx * ${C} >= ${L} && lx * ${C} < ${L + TW};
     const ${vt} zero = (${vt})0;
 
-    // skew + 2 rows per level below the top one, in slots that rotate each advance.
+    // d + 1 + rows rows per level below the top one, in slots that rotate each advance.
 % for t in range(T):
-    ${vt} ${", ".join(f"{reg(t, s)} = zero" for s in range(S))};
+    ${vt} ${", ".join(f"x{t}_{s} = zero" for s in range(S))};
 % endfor
+% if rhs_in_regs and T > 1:
+    // B of each level's rows but the top one's, kept for the level above at the next
+    // advance (zero until loaded: the rows that use it then are not yet valid).
+    ${vt} ${", ".join(f"rb_{t}_{i} = zero" for t in range(1, T) for i in range(R))};
+% endif
 
-<%def name="update(k, t, checked)">
+<%def name="update(k, t, i, checked)">
 <%
-    above, at, below, new = k % S, (k + 1) % S, (k + 2) % S, (k + S - 1) % S
-    src_above, src_at, src_below = (reg(t - 1, s) for s in (above, at, below))
-    left, right = f"left_{t - 1}", f"right_{t - 1}"
+    # Level t's row a - d t + i, from level t - 1's rows around it (d + 1 rows lower in
+    # level t - 1's own count).
+    src_above, src_at, src_below = (reg(t - 1, slot(k, i, o - D)) for o in (-1, 0, 1))
+    left, right = f"left_{t - 1}_{i}", f"right_{t - 1}_{i}"
     if C > 1:
         left = f"({vt})({left}, " + ", ".join(lane(src_at, c) for c in range(C - 1)) + ")"
         right = f"({vt})(" + ", ".join(lane(src_at, c) for c in range(1, C)) + f", {right})"
-    y = f"(real_t)0.25 * ({src_above} + {src_below} + {left} + {right} - b_{t})"
+    y = f"(real_t)0.25 * ({src_above} + {src_below} + {left} + {right} - b_{t}_{i})"
+    target = reg(t, slot(k, i)) if t < T else f"top_{i}"
 %>
 % if not checked:
-        ${reg(t, new) if t < T else "top"} = ${y};
+            ${target} = ${y};
 % else:
-        {
-            // Level ${t}: row a - ${D * t}, from level ${t - 1}'s rows around it.
-            const ${vt} y = ${y};
-            ${vt} keep = ${src_at};
-            if (update_${t} && all_cols_in) {
-                keep = y;
-            } else if (update_${t}) {
+            {
+                const ${vt} y = ${y};
+                ${vt} keep = ${src_at};
+                if (update_${t}_${i} && all_cols_in) {
+                    keep = y;
+                } else if (update_${t}_${i}) {
 % for c in range(C):
-                ${lane("keep", c)} = col_in_${c} ? ${lane("y", c)} : ${lane("keep", c)};
+                    ${lane("keep", c)} = col_in_${c} ? ${lane("y", c)} : ${lane("keep", c)};
 % endfor
+                }
+                ${target} = keep;
             }
-            ${reg(t, new) if t < T else "top"} = keep;
-        }
 % endif
 </%def>
 
 <%def name="advance(k)">
-<%
-    at, new = (k + 1) % S, (k + S - 1) % S
-%>
     {
-        const int a = first + ${k};
-        const int buf = a & 1;
+        const int a = first + ${k * R};
+        const int buf = ${"a & 1" if R == 1 else f"((a - r0 + {T}) / {R}) & 1"};  // parity
         const size_t at_a = (size_t)a * row_stride + j0;
         // Plain: every level updates every column of this item (no test per cell).
-        const bool plain = item_inside && steps == ${T} && a - ${D * T} >= 1 && a <= m + 1;
+        const bool plain = item_inside && steps == ${T} && a - ${D * T} >= 1
+                           && a + ${R - 1} <= m + 1;
 % for t in range(1, T + 1):
-        const bool update_${t} = ${t} <= steps && a - ${D * t} >= 1 && a - ${D * t} <= m;
+% for i in range(R):
+        const bool update_${t}_${i} = ${t} <= steps && a - ${D * t - i} >= 1
+                                      && a - ${D * t - i} <= m;
 % endfor
-        // Level 0's new row (row a) and level 1's right-hand side were loaded one advance
-        // ago; load the next ones now, and the other levels' right-hand side (cached: level
-        // t - 1 read it skew advances ago), so that the loads overlap the barrier.
-        ${reg(0, new)} = next_x;
-        ${vt} ${", ".join(f"b_{t}" for t in range(1, T + 1))};
-        b_1 = next_b;
+% endfor
+        // Level 0's new rows (rows a ..) and level 1's right-hand side were loaded one
+        // advance ago; load the next ones now, and the other levels' right-hand side
+        // (cached: level t - 1 read it earlier), so that the loads overlap the barrier.
+% for i in range(R):
+        ${reg(0, slot(k, i))} = next_x_${i};
+% endfor
+        ${vt} ${", ".join(f"b_{t}_{i}" for t in range(1, T + 1) for i in range(R))};
+% for i in range(R):
+        b_1_${i} = next_b_${i};
+% endfor
         {
-            const int ahead = a + 1;
-            const size_t at_ahead = at_a + (size_t)row_stride;
-            if (item_inside && ahead - ${D} >= 1 && ahead <= m + 1) {
-                next_x = ${load("x_old + at_ahead")};
-                next_b = ${load(f"rhs + (at_ahead - {D} * (size_t)row_stride)")};
+            const int ahead = a + ${R};
+            const size_t at_ahead = at_a + ${R} * (size_t)row_stride;
+            if (item_inside && ahead - ${D} >= 1 && ahead + ${R - 1} <= m + 1) {
+% for i in range(R):
+                next_x_${i} = ${load(f"x_old + (at_ahead + {i} * (size_t)row_stride)")};
+                next_b_${i} = ${load(f"rhs + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")};
+% endfor
             } else {
-                next_x = (ahead >= 0 && ahead <= m + 1 && in_memory)
-                    ? ${load("x_old + at_ahead")} : zero;
-                next_b = (ahead - ${D} >= 1 && ahead - ${D} <= m && in_memory)
-                    ? ${load(f"rhs + (at_ahead - {D} * (size_t)row_stride)")} : zero;
+% for i in range(R):
+                next_x_${i} = (ahead + ${i} >= 0 && ahead + ${i} <= m + 1 && in_memory)
+                    ? ${load(f"x_old + (at_ahead + {i} * (size_t)row_stride)")} : zero;
+                next_b_${i} = (ahead + ${i - D} >= 1 && ahead + ${i - D} <= m && in_memory)
+                    ? ${load(f"rhs + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")} : zero;
+% endfor
             }
         }
+% if rhs_in_regs:
+        // Level t's rows are level t - 1's rows of the previous advance: so is their B.
+% for t in range(2, T + 1):
+% for i in range(R):
+        b_${t}_${i} = rb_${t - 1}_${i};
+% endfor
+% endfor
+% else:
         if (plain) {
 % for t in range(2, T + 1):
-            b_${t} = ${load(f"rhs + (at_a - {D * t} * (size_t)row_stride)")};
+% for i in range(R):
+            b_${t}_${i} = ${load(f"rhs + (at_a - {D * t - i} * (ptrdiff_t)row_stride)")};
+% endfor
 % endfor
         } else {
 % for t in range(2, T + 1):
-            b_${t} = (update_${t} && in_memory)
-                ? ${load(f"rhs + (at_a - {D * t} * (size_t)row_stride)")} : zero;
+% for i in range(R):
+            b_${t}_${i} = (update_${t}_${i} && in_memory)
+                ? ${load(f"rhs + (at_a - {D * t - i} * (ptrdiff_t)row_stride)")} : zero;
+% endfor
 % endfor
         }
-        // Publish the edges of each level's row at the update (computed one advance ago).
+% endif
+        // Publish the edges of the rows level t + 1 updates (computed at earlier advances).
 % for t in range(T):
-        west[EDGE(buf, ${t}, lx)] = ${lane(reg(t, at), 0)};
-        east[EDGE(buf, ${t}, lx)] = ${lane(reg(t, at), C - 1)};
+% for i in range(R):
+        west[EDGE(buf, ${t}, ${i}, lx)] = ${lane(reg(t, slot(k, i, -D)), 0)};
+        east[EDGE(buf, ${t}, ${i}, lx)] = ${lane(reg(t, slot(k, i, -D)), C - 1)};
+% endfor
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
 % for t in range(T):
-        const real_t left_${t} = east[EDGE(buf, ${t}, lxw)];
-        const real_t right_${t} = west[EDGE(buf, ${t}, lxe)];
+% for i in range(R):
+        const real_t left_${t}_${i} = east[EDGE(buf, ${t}, ${i}, lxw)];
+        const real_t right_${t}_${i} = west[EDGE(buf, ${t}, ${i}, lxe)];
 % endfor
-        // Level t: row a - skew t, from level t - 1's rows a - skew t - 1 .. a - skew t + 1.
-        ${vt} top;
+% endfor
+        // Level t: rows a - d t .., from level t - 1's rows a - d t - 1 .. a - d t + rows.
+        ${vt} ${", ".join(f"top_{i}" for i in range(R))};
         if (plain) {
 % for t in range(1, T + 1):
-${update(k, t, False)}
+% for i in range(R):
+${update(k, t, i, False)}
+% endfor
 % endfor
         } else {
 % for t in range(1, T + 1):
-${update(k, t, True)}
+% for i in range(R):
+${update(k, t, i, True)}
+% endfor
 % endfor
         }
-        // The top level's row: write it if it is in this tile and segment.
-        const int row = a - ${D * T};
-        if (in_tile && row >= r0 && row < r1) {
-            __global real_t *out = x_new + (size_t)row * row_stride + j0;
-            if (all_cols_in) {
-% if C == 1:
-                out[0] = top;
-% else:
-                vstore${C}(top, 0, out);
-% endif
-            } else {
-% for c in range(C):
-                if (col_in_${c})
-                    out[${c}] = ${lane("top", c)};
+% if rhs_in_regs:
+% for t in range(1, T):
+% for i in range(R):
+        rb_${t}_${i} = b_${t}_${i};
 % endfor
+% endfor
+% endif
+        // The top level's rows: write those in this tile and segment.
+% for i in range(R):
+        {
+            const int row = a - ${D * T - i};
+            if (in_tile && row >= r0 && row < r1) {
+                __global real_t *out = x_new + (size_t)row * row_stride + j0;
+                if (all_cols_in) {
+% if C == 1:
+                    out[0] = top_${i};
+% else:
+                    vstore${C}(top_${i}, 0, out);
+% endif
+                } else {
+% for c in range(C):
+                    if (col_in_${c})
+                        out[${c}] = ${lane(f"top_{i}", c)};
+% endfor
+                }
             }
         }
+% endfor
     }
 </%def>
 
     // The first advance's rows.
-    ${vt} next_x = zero, next_b = zero;
+    ${vt} ${", ".join(f"next_x_{i} = zero, next_b_{i} = zero" for i in range(R))};
     {
         const int a = r0 - ${T};
-        if (a >= 0 && a <= m + 1 && in_memory)
-            next_x = ${load("x_old + ((size_t)a * row_stride + j0)")};
-        if (a - ${D} >= 1 && a - ${D} <= m && in_memory)
-            next_b = ${load(f"rhs + ((size_t)(a - {D}) * row_stride + j0)")};
+% for i in range(R):
+        if (a + ${i} >= 0 && a + ${i} <= m + 1 && in_memory)
+            next_x_${i} = ${load(f"x_old + ((size_t)(a + {i}) * row_stride + j0)")};
+        if (a + ${i - D} >= 1 && a + ${i - D} <= m && in_memory)
+            next_b_${i} = ${load(f"rhs + ((size_t)(a + {i - D}) * row_stride + j0)")};
+% endfor
     }
-    // Advances r0 - max_steps .. r1 + skew max_steps - 1, skew + 2 per pass (the slots'
-    // rotation); the few extra advances at the end compute rows past the segment and write
-    // nothing.
-    for (int first = r0 - ${T}; first < r1 + ${D * T}; first += ${S}) {
-% for k in range(S):
+    // Advances from r0 - max_steps until level max_steps has passed r1, rows rows each,
+    // ${P} per pass (the slots' rotation); the few extra advances at the end compute rows
+    // past the segment and write nothing.
+    for (int first = r0 - ${T}; first < r1 + ${D * T}; first += ${P * R}) {
+% for k in range(P):
 ${advance(k)}
 % endfor
     }

@@ -1,8 +1,9 @@
 """``streaming``: streaming (2.5-D) temporal blocking, for GPUs.
 
-A work-group walks down a strip of columns, ``max_steps`` steps per pass, keeping ``skew + 2``
-rows per step in registers; only the strip's sides are a recomputed halo
-(kernels/jacobi/streaming.cl.mako). ``auto`` takes it on GPUs for large grids.
+A work-group walks down a strip of columns, ``rows`` rows per advance and ``max_steps`` steps
+per pass, keeping ``rows_apart + 1 + rows`` rows per step in registers (and, with
+``rhs_in_regs``, the right-hand side of each step's rows); only the strip's sides are a
+recomputed halo (kernels/jacobi/streaming.cl.mako). ``auto`` takes it on GPUs for large grids.
 """
 
 from __future__ import annotations
@@ -32,26 +33,35 @@ PARAMS = (
     Param("max_steps", high=64, test_values=range(1, 13)),
     Param("seg_h", high=1 << 16, test_values=(1, 2, 3, 5, 8, 16, 64)),
     Param("skew", default=1, choices=(1, 2)),
+    Param("rows", default=1, choices=(1, 2, 3, 4)),
+    Param("rhs_in_regs", kind=bool, default=False, test_values=(False, True)),
 )
-KEYS = ("cols", "local_w", "max_steps", "seg_h", "skew")
+KEYS = ("cols", "local_w", "max_steps", "seg_h", "skew", "rows", "rhs_in_regs")
 
-# Defaults (cols, local_w, max_steps, seg_h, skew) by grid size (more than 2^20 cells: large)
+# Defaults (cols, local_w, max_steps, seg_h, skew, rows, rhs_in_regs) by grid size (more than
+# 2^20 cells: large)
 # and item size, from sweeps on an H100: at 16384^2 (docs/performance.md: 1.1% and 0.1% below
 # the best shape in float32 and float64) and at 266x400 (the fastest of a short sweep whose
 # output was not kept; temporal is 6x faster there, docs/bench/h100-issue19-streaming.md);
 # then smaller ones for devices with less local memory or smaller work-groups.
 STREAMING_DEFAULTS = {
-    ("small", 4): [(1, 32, 8, 16, 2)],
-    ("small", 8): [(1, 32, 8, 16, 2)],
-    ("large", 4): [(2, 128, 12, 256, 1)],
-    ("large", 8): [(2, 128, 8, 512, 1)],
+    ("small", 4): [(1, 32, 8, 16, 2, 1, False)],
+    ("small", 8): [(1, 32, 8, 16, 2, 1, False)],
+    ("large", 4): [(2, 128, 12, 256, 1, 1, False)],
+    ("large", 8): [(2, 128, 8, 512, 1, 1, False)],
 }
-STREAMING_FALLBACKS = [(2, 64, 8, 256, 1), (1, 32, 4, 256, 1)]
+STREAMING_FALLBACKS = [(2, 64, 8, 256, 1, 1, False), (1, 32, 4, 256, 1, 1, False)]
 # Grids from which ``auto`` takes this kernel on GPUs rather than ``temporal``: on an H100 the
 # defaults of temporal were faster at 8192^2 (2^26 cells), these at 2^27 cells (8192x16384,
 # 16384x8192, 11585^2: by 0.3-1.9% in float32, 21-22% in float64) and beyond
 # (docs/performance.md).
 AUTO_MIN_CELLS = 1 << 27
+
+
+def rows_apart(p: Mapping) -> int:
+    """Rows between consecutive levels: ``rows`` with ``skew`` 1 (a level needs the row the
+    level below computed at the same advance), one more with ``skew`` 2 (it does not)."""
+    return p["rows"] + p["skew"] - 1
 
 
 def halos(p: Mapping) -> tuple[int, int]:
@@ -63,16 +73,19 @@ def halos(p: Mapping) -> tuple[int, int]:
 
 
 def check(p: Mapping) -> str | None:
-    """A strip that leaves no tile inside the halo cannot work."""
+    """A strip that leaves no tile inside the halo cannot work; B passed from level to level
+    in registers needs consecutive levels one advance apart (skew 1)."""
     if halos(p)[1] < p["cols"]:
         return (f"strip of {p['local_w']}x{p['cols']} columns leaves no tile inside a halo "
                 f"of {p['max_steps']}")
+    if p["rhs_in_regs"] and p["skew"] != 1:
+        return "rhs_in_regs needs skew=1"
     return None
 
 
 def local_mem(p: Mapping, itemsize: int) -> int:
-    """Both edges of every level's row, for two parities."""
-    return 2 * 2 * p["max_steps"] * p["local_w"] * itemsize
+    """Both edges of every level's rows, for two parities."""
+    return 2 * 2 * p["max_steps"] * p["rows"] * p["local_w"] * itemsize
 
 
 def launch(p: Mapping, local_size: Any, m: int, n: int):
@@ -92,23 +105,26 @@ def defaults(facts: Mapping, dtype: Any, shape: Any) -> list:
 
 
 def registers(p: Mapping, itemsize: int) -> int:
-    """Rough 32-bit registers per work-item: skew + 2 rows of ``cols`` per level, and the
-    rest."""
-    return (p["skew"] + 2) * p["max_steps"] * p["cols"] * itemsize // 4 + 32
+    """Rough 32-bit registers per work-item: ``rows_apart + 1 + rows`` rows of ``cols`` per
+    level (and ``rows`` of B with ``rhs_in_regs``), and the rest."""
+    slots = rows_apart(p) + 1 + p["rows"] + (p["rows"] if p["rhs_in_regs"] else 0)
+    return slots * p["max_steps"] * p["cols"] * itemsize // 4 + 32
 
 
 def candidates(shape: tuple[int, int], dtype: Any, facts: Mapping) -> list:
-    """Strips of 128 to 1024 columns, 4 to 16 steps, segments of 64 to 1024 rows; tiles at
-    least half their strip, registers well within a work-item's 255, not much larger than
-    the grid."""
+    """Strips of 128 to 1024 columns, 4 to 16 steps, segments of 64 to 1024 rows, one, two or
+    four rows per advance, B loaded or kept in registers; tiles at least half their strip,
+    registers well within a work-item's 255, not much larger than the grid."""
     m, n = shape
     itemsize = np.dtype(dtype).itemsize
     found = []
-    for cols, local_w, steps, seg_h, skew in itertools.product(
+    for cols, local_w, steps, seg_h, skew, rows, rhs_in_regs in itertools.product(
             (1, 2, 4), (32, 64, 128, 256), (4, 6, 8, 10, 12, 14, 16),
-            (64, 128, 256, 384, 512, 1024), (1, 2)):
+            (64, 128, 256, 384, 512, 1024), (1, 2), (1, 2, 4), (False, True)):
         params = {"cols": cols, "local_w": local_w, "max_steps": steps, "seg_h": seg_h,
-                  "skew": skew}
+                  "skew": skew, "rows": rows, "rhs_in_regs": rhs_in_regs}
+        if check(params):
+            continue
         tile_w = halos(params)[1]
         if not 128 <= local_w * cols <= 1024 or local_w > facts["max_wg"]:
             continue
@@ -137,7 +153,7 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     per_cu = max(1, min(32, 2048 // local_w, 65536 // (local_w * registers(p, itemsize)),
                         (3 * facts["local_mem"]) // max(1, local_mem(p, itemsize))))
     waves = math.ceil(groups / (facts["cus"] * per_cu))
-    rows = min(seg_h, m) + (1 + p["skew"]) * k
+    rows = min(seg_h, m) + (1 + rows_apart(p)) * k
     rate = (16e9 if itemsize == 4 else 8e9) * min(1.0, per_cu * local_w / 512)
     concurrent = min(per_cu, math.ceil(groups / facts["cus"]))
     launch_seconds = waves * concurrent * rows * (k * local_w * p["cols"] + 64) / rate
@@ -152,15 +168,27 @@ SPEC = KernelSpec(
     candidates=candidates, suits=GPU, auto_on=GPU, auto_min_cells=AUTO_MIN_CELLS, tuned_on=GPU,
     tile=lambda p: (p["seg_h"], halos(p)[1]),
     work_per_item=lambda p, shape, items: p["cols"] * (min(p["seg_h"], shape[0])
-                                                       + (1 + p["skew"]) * p["max_steps"]),
+                                                       + (1 + rows_apart(p)) * p["max_steps"]),
     examples=(
         ({"cols": 2, "local_w": 8, "max_steps": 3, "seg_h": 5, "skew": 2}, None),
         ({"cols": 1, "local_w": 16, "max_steps": 5, "seg_h": 16}, None),
-        ({"cols": 4, "local_w": 4, "max_steps": 2, "seg_h": 3, "skew": 2}, None)),
+        ({"cols": 4, "local_w": 4, "max_steps": 2, "seg_h": 3, "skew": 2}, None),
+        ({"cols": 2, "local_w": 8, "max_steps": 4, "seg_h": 7, "rows": 2}, None),
+        ({"cols": 1, "local_w": 16, "max_steps": 3, "seg_h": 10, "skew": 2, "rows": 3}, None),
+        ({"cols": 2, "local_w": 8, "max_steps": 5, "seg_h": 9, "rhs_in_regs": True}, None),
+        ({"cols": 4, "local_w": 4, "max_steps": 3, "seg_h": 6, "rows": 2, "rhs_in_regs": True},
+         None)),
     corner_cases=(
         ({"cols": 2, "local_w": 4, "max_steps": 1, "seg_h": 1, "skew": 2}, None),
         ({"cols": 1, "local_w": 16, "max_steps": 4, "seg_h": 8}, None),
         ({"cols": 4, "local_w": 8, "max_steps": 6, "seg_h": 2, "skew": 2}, None),
         ({"cols": 4, "local_w": 4, "max_steps": 3, "seg_h": 64}, None),
-        ({"cols": 2, "local_w": 32, "max_steps": 12, "seg_h": 16}, None)),
+        ({"cols": 2, "local_w": 32, "max_steps": 12, "seg_h": 16}, None),
+        ({"cols": 2, "local_w": 4, "max_steps": 1, "seg_h": 1, "rows": 2}, None),
+        ({"cols": 4, "local_w": 8, "max_steps": 5, "seg_h": 9, "skew": 2, "rows": 2}, None),
+        ({"cols": 2, "local_w": 32, "max_steps": 12, "seg_h": 64, "rows": 4}, None),
+        ({"cols": 1, "local_w": 16, "max_steps": 1, "seg_h": 2, "rhs_in_regs": True}, None),
+        ({"cols": 2, "local_w": 8, "max_steps": 6, "seg_h": 5, "rhs_in_regs": True}, None),
+        ({"cols": 4, "local_w": 8, "max_steps": 4, "seg_h": 13, "rows": 3, "rhs_in_regs": True},
+         None)),
 )
