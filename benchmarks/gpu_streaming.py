@@ -28,17 +28,22 @@ from oclsci.runtime import programs
 from oclsci.runtime.device import create_context
 
 
-def sweep(dtype: np.dtype) -> list[KernelConfig]:
+# The sweep's values of each parameter (``--only`` narrows them).
+SWEEP = {"cols": (1, 2, 4), "local_w": (32, 64, 128, 256), "max_steps": (6, 8, 10, 12, 14, 16),
+         "seg_h": (256, 512), "skew": (1, 2), "rows": (1, 2, 3, 4), "rhs_in_regs": (False, True),
+         "edge_levels": (1, 2, 4)}
+
+
+def sweep(dtype: np.dtype, only: dict | None = None) -> list[KernelConfig]:
     """``streaming`` shapes around the defaults: columns and rows per work-item, work-group
     widths, steps per launch, segment heights, one or two rows between steps, B loaded or
-    kept in registers; strips of 128 to 512 columns whose tile is at least 60% of the strip,
-    registers (the spec's estimate) within 200."""
+    kept in registers, levels per local-memory access; strips of 128 to 512 columns whose
+    tile is at least 60% of the strip, registers (the spec's estimate) within 200."""
+    values = dict(SWEEP, **(only or {}))
     found = []
-    for cols, local_w, steps, seg_h, skew, rows, rhs_in_regs in itertools.product(
-            (1, 2, 4), (32, 64, 128, 256), (6, 8, 10, 12, 14, 16), (256, 512), (1, 2),
-            (1, 2, 3, 4), (False, True)):
-        params = {"cols": cols, "local_w": local_w, "max_steps": steps, "seg_h": seg_h,
-                  "skew": skew, "rows": rows, "rhs_in_regs": rhs_in_regs}
+    for combination in itertools.product(*values.values()):
+        params = dict(zip(values, combination))
+        local_w, cols = params["local_w"], params["cols"]
         if check(params) or not 128 <= local_w * cols <= 512:
             continue
         if halos(params)[1] < 0.6 * local_w * cols:
@@ -61,6 +66,16 @@ def register_report(compute, config: KernelConfig, dtype: np.dtype) -> str:
                      if "registers" in line or "spill" in line)
 
 
+def narrowing(text: str) -> tuple[str, tuple]:
+    """``KEY=V,V,...``: the sweep's values of parameter KEY."""
+    key, _, values = text.partition("=")
+    if key not in SWEEP:
+        raise argparse.ArgumentTypeError(f"unknown parameter {key!r}: one of {', '.join(SWEEP)}")
+    kind = type(SWEEP[key][0])
+    return key, tuple((v == "True" or v == "1") if kind is bool else kind(v)
+                      for v in values.split(","))
+
+
 def grid_shape(text: str) -> tuple[int, int]:
     """``N`` or ``MxN`` as (rows, columns)."""
     rows, _, cols = text.partition("x")
@@ -75,6 +90,9 @@ def main() -> None:
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     parser.add_argument("--sweep", action="store_true", help="also time shapes around the "
                         "default (about 280 more configurations in float32, 80 in float64)")
+    parser.add_argument("--only", action="append", type=narrowing, default=[],
+                        metavar="KEY=V,V", help="the sweep's values of one parameter "
+                        f"(repeatable; keys: {', '.join(SWEEP)})")
     parser.add_argument("--budget", type=float, default=120.0,
                         help="seconds of tuning per size and dtype (default 120)")
     parser.add_argument("--registers", type=int, default=0, metavar="N",
@@ -86,7 +104,7 @@ def main() -> None:
         defaults = [device_default(compute, "temporal", dtype, shape),
                     device_default(compute, "streaming", dtype, shape)]
         configs = list(defaults)
-        configs += [c for c in sweep(dtype) if args.sweep and c not in configs
+        configs += [c for c in sweep(dtype, dict(args.only)) if args.sweep and c not in configs
                     and c.fits(compute, dtype)]
         report = tune(compute, shape=shape, dtype=dtype, budget=args.budget, configs=configs,
                       finalists=len(configs) if not args.sweep else 8)

@@ -25,7 +25,9 @@
   Global size (ceil((n + 1) / tile_w) * local_w, ceil(m / seg_h)), local size (local_w, 1).
 </%doc>
 <%
-    C, LW, T, SH, R = cols, local_w, max_steps, seg_h, rows
+    C, LW, T, SH, R, V = cols, local_w, max_steps, seg_h, rows, edge_levels
+    G = -(-T // V)                     # groups of V levels whose edges share one access
+    et = "real_t" if V == 1 else f"{cl_type(dtype)}{V}"
     D = R + skew - 1                   # rows between consecutive levels
     # Row slots per level: d + 1 + rows are live; rounded up to a multiple of rows so that
     # the slots' rotation repeats after P advances (the compiler keeps only the live ones).
@@ -41,6 +43,14 @@
         return v if C == 1 else f"{v}.s{lanes[c]}"
     def load(ptr):
         return f"({ptr})[0]" if C == 1 else f"vload{C}(0, {ptr})"
+    def edges(k, g, i, c):
+        # Column c of the rows that levels g V .. g V + V - 1 publish at advance k (zero past
+        # the top level).
+        values = [lane(reg(t, slot(k, i, -D)), c) if t < T else "(real_t)0"
+                  for t in range(g * V, g * V + V)]
+        return values[0] if V == 1 else f"({et})({', '.join(values)})"
+    def edge_lane(v, l):
+        return v if V == 1 else f"{v}.s{l}"
     def reg(t, slot):
         return f"x{t}_{slot % S}"
     def slot(k, i, offset=0):
@@ -50,17 +60,17 @@
 %>
 #pragma OPENCL FP_CONTRACT OFF
 #define LW ${LW}
-// Edge arrays [parity][level][row][work-item]: neighbouring work-items touch neighbouring
-// words.
-#define EDGE(buf, t, i, item) ((((buf) * ${T} + (t)) * ${R} + (i)) * LW + (item))
+// Edge arrays [parity][group of levels][row][work-item], each element the edges of
+// ${V} level(s): neighbouring work-items touch neighbouring elements.
+#define EDGE(buf, g, i, item) ((((buf) * ${G} + (g)) * ${R} + (i)) * LW + (item))
 
 __kernel __attribute__((reqd_work_group_size(LW, 1, 1)))
 void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *restrict x_old,
                       __global const real_t *restrict rhs, int m, int n, int row_stride,
                       int steps)
 {
-    __local real_t west[${2 * T * R * LW}];   // the edge rows of each level: leftmost column
-    __local real_t east[${2 * T * R * LW}];   // rightmost column
+    __local ${et} west[${2 * G * R * LW}];   // the edge rows of each level: leftmost column
+    __local ${et} east[${2 * G * R * LW}];   // rightmost column
     const int lx = get_local_id(0);
     const int j0 = (int)get_group_id(0) * ${TW} - ${L} + lx * ${C};  // first column
     const int r0 = (int)get_group_id(1) * ${SH} + 1;                 // the segment's rows
@@ -181,17 +191,21 @@ void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *re
         }
 % endif
         // Publish the edges of the rows level t + 1 updates (computed at earlier advances).
-% for t in range(T):
+% for g in range(G):
 % for i in range(R):
-        west[EDGE(buf, ${t}, ${i}, lx)] = ${lane(reg(t, slot(k, i, -D)), 0)};
-        east[EDGE(buf, ${t}, ${i}, lx)] = ${lane(reg(t, slot(k, i, -D)), C - 1)};
+        west[EDGE(buf, ${g}, ${i}, lx)] = ${edges(k, g, i, 0)};
+        east[EDGE(buf, ${g}, ${i}, lx)] = ${edges(k, g, i, C - 1)};
 % endfor
 % endfor
         barrier(CLK_LOCAL_MEM_FENCE);
-% for t in range(T):
+% for g in range(G):
 % for i in range(R):
-        const real_t left_${t}_${i} = east[EDGE(buf, ${t}, ${i}, lxw)];
-        const real_t right_${t}_${i} = west[EDGE(buf, ${t}, ${i}, lxe)];
+        const ${et} from_west_${g}_${i} = east[EDGE(buf, ${g}, ${i}, lxw)];
+        const ${et} from_east_${g}_${i} = west[EDGE(buf, ${g}, ${i}, lxe)];
+% for t in range(g * V, min(g * V + V, T)):
+        const real_t left_${t}_${i} = ${edge_lane(f"from_west_{g}_{i}", t - g * V)};
+        const real_t right_${t}_${i} = ${edge_lane(f"from_east_{g}_{i}", t - g * V)};
+% endfor
 % endfor
 % endfor
         // Level t: rows a - d t .., from level t - 1's rows a - d t - 1 .. a - d t + rows.

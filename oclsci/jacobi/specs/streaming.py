@@ -24,6 +24,7 @@ from oclsci.jacobi.specs import (
     STEPS,
     KernelSpec,
     Param,
+    round_up,
     streaming_cost,
 )
 
@@ -35,22 +36,23 @@ PARAMS = (
     Param("skew", default=1, choices=(1, 2)),
     Param("rows", default=1, choices=(1, 2, 3, 4)),
     Param("rhs_in_regs", kind=bool, default=False, test_values=(False, True)),
+    Param("edge_levels", default=1, choices=(1, 2, 4)),
 )
-KEYS = ("cols", "local_w", "max_steps", "seg_h", "skew", "rows", "rhs_in_regs")
+KEYS = ("cols", "local_w", "max_steps", "seg_h", "skew", "rows", "rhs_in_regs", "edge_levels")
 
-# Defaults (cols, local_w, max_steps, seg_h, skew, rows, rhs_in_regs) by grid size (more than
+# Defaults (cols, local_w, max_steps, seg_h, skew, rows, rhs_in_regs, edge_levels) by grid size (more than
 # 2^20 cells: large)
 # and item size, from sweeps on an H100: at 16384^2 (docs/performance.md: 1.1% and 0.1% below
 # the best shape in float32 and float64) and at 266x400 (the fastest of a short sweep whose
 # output was not kept; temporal is 6x faster there, docs/bench/h100-issue19-streaming.md);
 # then smaller ones for devices with less local memory or smaller work-groups.
 STREAMING_DEFAULTS = {
-    ("small", 4): [(1, 32, 8, 16, 2, 1, False)],
-    ("small", 8): [(1, 32, 8, 16, 2, 1, False)],
-    ("large", 4): [(2, 128, 12, 256, 1, 1, False)],
-    ("large", 8): [(2, 128, 8, 512, 1, 1, False)],
+    ("small", 4): [(1, 32, 8, 16, 2, 1, False, 1)],
+    ("small", 8): [(1, 32, 8, 16, 2, 1, False, 1)],
+    ("large", 4): [(2, 128, 12, 256, 1, 1, False, 1)],
+    ("large", 8): [(2, 128, 8, 512, 1, 1, False, 1)],
 }
-STREAMING_FALLBACKS = [(2, 64, 8, 256, 1, 1, False), (1, 32, 4, 256, 1, 1, False)]
+STREAMING_FALLBACKS = [(2, 64, 8, 256, 1, 1, False, 1), (1, 32, 4, 256, 1, 1, False, 1)]
 # Grids from which ``auto`` takes this kernel on GPUs rather than ``temporal``: on an H100 the
 # defaults of temporal were faster at 8192^2 (2^26 cells), these at 2^27 cells (8192x16384,
 # 16384x8192, 11585^2: by 0.3-1.9% in float32, 21-22% in float64) and beyond
@@ -84,8 +86,10 @@ def check(p: Mapping) -> str | None:
 
 
 def local_mem(p: Mapping, itemsize: int) -> int:
-    """Both edges of every level's rows, for two parities."""
-    return 2 * 2 * p["max_steps"] * p["rows"] * p["local_w"] * itemsize
+    """Both edges of every level's rows, for two parities (levels in groups of
+    ``edge_levels``, the last group padded)."""
+    levels = round_up(p["max_steps"], p["edge_levels"])
+    return 2 * 2 * levels * p["rows"] * p["local_w"] * itemsize
 
 
 def launch(p: Mapping, local_size: Any, m: int, n: int):
@@ -177,7 +181,11 @@ SPEC = KernelSpec(
         ({"cols": 1, "local_w": 16, "max_steps": 3, "seg_h": 10, "skew": 2, "rows": 3}, None),
         ({"cols": 2, "local_w": 8, "max_steps": 5, "seg_h": 9, "rhs_in_regs": True}, None),
         ({"cols": 4, "local_w": 4, "max_steps": 3, "seg_h": 6, "rows": 2, "rhs_in_regs": True},
-         None)),
+         None),
+        ({"cols": 2, "local_w": 16, "max_steps": 7, "seg_h": 12, "rhs_in_regs": True,
+          "edge_levels": 2}, None),
+        ({"cols": 1, "local_w": 32, "max_steps": 6, "seg_h": 9, "skew": 2, "rows": 2,
+          "edge_levels": 4}, None)),
     corner_cases=(
         ({"cols": 2, "local_w": 4, "max_steps": 1, "seg_h": 1, "skew": 2}, None),
         ({"cols": 1, "local_w": 16, "max_steps": 4, "seg_h": 8}, None),
@@ -190,5 +198,12 @@ SPEC = KernelSpec(
         ({"cols": 1, "local_w": 16, "max_steps": 1, "seg_h": 2, "rhs_in_regs": True}, None),
         ({"cols": 2, "local_w": 8, "max_steps": 6, "seg_h": 5, "rhs_in_regs": True}, None),
         ({"cols": 4, "local_w": 8, "max_steps": 4, "seg_h": 13, "rows": 3, "rhs_in_regs": True},
-         None)),
+         None),
+        ({"cols": 2, "local_w": 8, "max_steps": 1, "seg_h": 3, "edge_levels": 2}, None),
+        ({"cols": 1, "local_w": 16, "max_steps": 5, "seg_h": 7, "rhs_in_regs": True,
+          "edge_levels": 4}, None),
+        ({"cols": 4, "local_w": 8, "max_steps": 6, "seg_h": 4, "skew": 2, "rows": 2,
+          "edge_levels": 2}, None),
+        ({"cols": 2, "local_w": 16, "max_steps": 8, "seg_h": 16, "rows": 2, "rhs_in_regs": True,
+          "edge_levels": 4}, None)),
 )
