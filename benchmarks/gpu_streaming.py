@@ -31,7 +31,7 @@ from oclsci.runtime.device import create_context
 # The sweep's values of each parameter (``--only`` narrows them).
 SWEEP = {"cols": (1, 2, 4), "local_w": (32, 64, 128, 256), "max_steps": (6, 8, 10, 12, 14, 16),
          "seg_h": (256, 512), "skew": (1, 2), "rows": (1, 2, 3, 4), "rhs_in_regs": (False, True),
-         "edge_levels": (1, 2, 4)}
+         "edge_levels": (1, 2, 4), "prefetch": (1, 2, 3)}
 
 
 def sweep(dtype: np.dtype, only: dict | None = None) -> list[KernelConfig]:

@@ -12,7 +12,7 @@
   so that the levels of one advance do not depend on each other. Only the strip's sides are
   a halo (left: the multiple of cols >= max_steps, right: at least max_steps), recomputed by
   the neighbouring strips; the segment's top and bottom cost (1 + d) * max_steps extra rows.
-  Level 0's next rows and level 1's right-hand side are loaded one advance ahead; the other
+  Level 0's next rows and level 1's right-hand side are loaded prefetch advances ahead; the other
   levels' right-hand side is loaded before the barrier (the level below read it earlier, so
   it is cached) or, with rhs_in_regs (skew 1 only), taken from the registers where the level
   below kept it at the previous advance (no load: (max_steps - 1) * rows more values in
@@ -25,7 +25,7 @@
   Global size (ceil((n + 1) / tile_w) * local_w, ceil(m / seg_h)), local size (local_w, 1).
 </%doc>
 <%
-    C, LW, T, SH, R, V = cols, local_w, max_steps, seg_h, rows, edge_levels
+    C, LW, T, SH, R, V, Q = cols, local_w, max_steps, seg_h, rows, edge_levels, prefetch
     G = -(-T // V)                     # groups of V levels whose edges share one access
     et = "real_t" if V == 1 else f"{cl_type(dtype)}{V}"
     D = R + skew - 1                   # rows between consecutive levels
@@ -140,29 +140,37 @@ void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *re
                                       && a - ${D * t - i} <= m;
 % endfor
 % endfor
-        // Level 0's new rows (rows a ..) and level 1's right-hand side were loaded one
-        // advance ago; load the next ones now, and the other levels' right-hand side
-        // (cached: level t - 1 read it earlier), so that the loads overlap the barrier.
+        // Level 0's new rows (rows a ..) and level 1's right-hand side were loaded
+        // ${Q} advance(s) ago; load the ones ${Q} advance(s) ahead now, and the other
+        // levels' right-hand side (cached: level t - 1 read it earlier), so that the loads
+        // overlap the barrier and the levels' arithmetic.
 % for i in range(R):
-        ${reg(0, slot(k, i))} = next_x_${i};
+        ${reg(0, slot(k, i))} = next_x_0_${i};
 % endfor
         ${vt} ${", ".join(f"b_{t}_{i}" for t in range(1, T + 1) for i in range(R))};
 % for i in range(R):
-        b_1_${i} = next_b_${i};
+        b_1_${i} = next_b_0_${i};
+% endfor
+% for q in range(Q - 1):
+% for i in range(R):
+        next_x_${q}_${i} = next_x_${q + 1}_${i};
+        next_b_${q}_${i} = next_b_${q + 1}_${i};
+% endfor
 % endfor
         {
-            const int ahead = a + ${R};
-            const size_t at_ahead = at_a + ${R} * (size_t)row_stride;
+            const int ahead = a + ${Q * R};
+            const size_t at_ahead = at_a + ${Q * R} * (size_t)row_stride;
             if (item_inside && ahead - ${D} >= 1 && ahead + ${R - 1} <= m + 1) {
 % for i in range(R):
-                next_x_${i} = ${load(f"x_old + (at_ahead + {i} * (size_t)row_stride)")};
-                next_b_${i} = ${load(f"rhs + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")};
+                next_x_${Q - 1}_${i} = ${load(f"x_old + (at_ahead + {i} * (size_t)row_stride)")};
+                next_b_${Q - 1}_${i} = ${load(f"rhs + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")};
 % endfor
             } else {
 % for i in range(R):
-                next_x_${i} = (ahead + ${i} >= 0 && ahead + ${i} <= m + 1 && in_memory)
+                next_x_${Q - 1}_${i} = (ahead + ${i} >= 0 && ahead + ${i} <= m + 1 && in_memory)
                     ? ${load(f"x_old + (at_ahead + {i} * (size_t)row_stride)")} : zero;
-                next_b_${i} = (ahead + ${i - D} >= 1 && ahead + ${i - D} <= m && in_memory)
+                next_b_${Q - 1}_${i} = (ahead + ${i - D} >= 1 && ahead + ${i - D} <= m
+                                        && in_memory)
                     ? ${load(f"rhs + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")} : zero;
 % endfor
             }
@@ -254,17 +262,21 @@ ${update(k, t, i, True)}
     }
 </%def>
 
-    // The first advance's rows.
-    ${vt} ${", ".join(f"next_x_{i} = zero, next_b_{i} = zero" for i in range(R))};
+    // The first ${Q} advance(s)' rows.
+% for q in range(Q):
+    ${vt} ${", ".join(f"next_x_{q}_{i} = zero, next_b_{q}_{i} = zero" for i in range(R))};
+% endfor
+% for q in range(Q):
     {
-        const int a = r0 - ${T};
+        const int a = r0 - ${T - q * R};
 % for i in range(R):
         if (a + ${i} >= 0 && a + ${i} <= m + 1 && in_memory)
-            next_x_${i} = ${load(f"x_old + ((size_t)(a + {i}) * row_stride + j0)")};
+            next_x_${q}_${i} = ${load(f"x_old + ((size_t)(a + {i}) * row_stride + j0)")};
         if (a + ${i - D} >= 1 && a + ${i - D} <= m && in_memory)
-            next_b_${i} = ${load(f"rhs + ((size_t)(a + {i - D}) * row_stride + j0)")};
+            next_b_${q}_${i} = ${load(f"rhs + ((size_t)(a + {i - D}) * row_stride + j0)")};
 % endfor
     }
+% endfor
     // Advances from r0 - max_steps until level max_steps has passed r1, rows rows each,
     // ${P} per pass (the slots' rotation); the few extra advances at the end compute rows
     // past the segment and write nothing.

@@ -37,22 +37,24 @@ PARAMS = (
     Param("rows", default=1, choices=(1, 2, 3, 4)),
     Param("rhs_in_regs", kind=bool, default=False, test_values=(False, True)),
     Param("edge_levels", default=1, choices=(1, 2, 4)),
+    Param("prefetch", default=1, choices=(1, 2, 3)),
 )
-KEYS = ("cols", "local_w", "max_steps", "seg_h", "skew", "rows", "rhs_in_regs", "edge_levels")
+KEYS = ("cols", "local_w", "max_steps", "seg_h", "skew", "rows", "rhs_in_regs", "edge_levels",
+        "prefetch")
 
-# Defaults (cols, local_w, max_steps, seg_h, skew, rows, rhs_in_regs, edge_levels) by grid size (more than
-# 2^20 cells: large)
+# Defaults (cols, local_w, max_steps, seg_h, skew, rows, rhs_in_regs, edge_levels, prefetch) by
+# grid size (more than 2^20 cells: large)
 # and item size, from sweeps on an H100: at 16384^2 (docs/performance.md: 1.1% and 0.1% below
 # the best shape in float32 and float64) and at 266x400 (the fastest of a short sweep whose
 # output was not kept; temporal is 6x faster there, docs/bench/h100-issue19-streaming.md);
 # then smaller ones for devices with less local memory or smaller work-groups.
 STREAMING_DEFAULTS = {
-    ("small", 4): [(1, 32, 8, 16, 2, 1, False, 1)],
-    ("small", 8): [(1, 32, 8, 16, 2, 1, False, 1)],
-    ("large", 4): [(2, 128, 12, 256, 1, 1, False, 1)],
-    ("large", 8): [(2, 128, 8, 512, 1, 1, False, 1)],
+    ("small", 4): [(1, 32, 8, 16, 2, 1, False, 1, 1)],
+    ("small", 8): [(1, 32, 8, 16, 2, 1, False, 1, 1)],
+    ("large", 4): [(2, 128, 12, 256, 1, 1, False, 1, 1)],
+    ("large", 8): [(2, 128, 8, 512, 1, 1, False, 1, 1)],
 }
-STREAMING_FALLBACKS = [(2, 64, 8, 256, 1, 1, False, 1), (1, 32, 4, 256, 1, 1, False, 1)]
+STREAMING_FALLBACKS = [(2, 64, 8, 256, 1, 1, False, 1, 1), (1, 32, 4, 256, 1, 1, False, 1, 1)]
 # Grids from which ``auto`` takes this kernel on GPUs rather than ``temporal``: on an H100 the
 # defaults of temporal were faster at 8192^2 (2^26 cells), these at 2^27 cells (8192x16384,
 # 16384x8192, 11585^2: by 0.3-1.9% in float32, 21-22% in float64) and beyond
@@ -112,7 +114,8 @@ def registers(p: Mapping, itemsize: int) -> int:
     """Rough 32-bit registers per work-item: ``rows_apart + 1 + rows`` rows of ``cols`` per
     level (and ``rows`` of B with ``rhs_in_regs``), and the rest."""
     slots = rows_apart(p) + 1 + p["rows"] + (p["rows"] if p["rhs_in_regs"] else 0)
-    return slots * p["max_steps"] * p["cols"] * itemsize // 4 + 32
+    ahead = 2 * p["prefetch"] * p["rows"]  # rows of X and B loaded ahead
+    return (slots * p["max_steps"] + ahead) * p["cols"] * itemsize // 4 + 24
 
 
 def candidates(shape: tuple[int, int], dtype: Any, facts: Mapping) -> list:
@@ -185,7 +188,11 @@ SPEC = KernelSpec(
         ({"cols": 2, "local_w": 16, "max_steps": 7, "seg_h": 12, "rhs_in_regs": True,
           "edge_levels": 2}, None),
         ({"cols": 1, "local_w": 32, "max_steps": 6, "seg_h": 9, "skew": 2, "rows": 2,
-          "edge_levels": 4}, None)),
+          "edge_levels": 4}, None),
+        ({"cols": 2, "local_w": 16, "max_steps": 6, "seg_h": 11, "rhs_in_regs": True,
+          "edge_levels": 4, "prefetch": 2}, None),
+        ({"cols": 4, "local_w": 8, "max_steps": 3, "seg_h": 4, "rows": 2, "prefetch": 3},
+         None)),
     corner_cases=(
         ({"cols": 2, "local_w": 4, "max_steps": 1, "seg_h": 1, "skew": 2}, None),
         ({"cols": 1, "local_w": 16, "max_steps": 4, "seg_h": 8}, None),
@@ -205,5 +212,12 @@ SPEC = KernelSpec(
         ({"cols": 4, "local_w": 8, "max_steps": 6, "seg_h": 4, "skew": 2, "rows": 2,
           "edge_levels": 2}, None),
         ({"cols": 2, "local_w": 16, "max_steps": 8, "seg_h": 16, "rows": 2, "rhs_in_regs": True,
-          "edge_levels": 4}, None)),
+          "edge_levels": 4}, None),
+        ({"cols": 2, "local_w": 8, "max_steps": 2, "seg_h": 1, "prefetch": 2}, None),
+        ({"cols": 1, "local_w": 16, "max_steps": 5, "seg_h": 6, "skew": 2, "prefetch": 3},
+         None),
+        ({"cols": 4, "local_w": 8, "max_steps": 6, "seg_h": 9, "rows": 2, "rhs_in_regs": True,
+          "edge_levels": 2, "prefetch": 2}, None),
+        ({"cols": 2, "local_w": 16, "max_steps": 4, "seg_h": 32, "rows": 3, "prefetch": 3},
+         None)),
 )
