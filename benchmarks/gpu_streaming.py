@@ -34,11 +34,13 @@ SWEEP = {"cols": (1, 2, 4), "local_w": (32, 64, 128, 256), "max_steps": (6, 8, 1
          "edge_levels": (1, 2, 4), "prefetch": (1, 2, 3)}
 
 
-def sweep(dtype: np.dtype, only: dict | None = None) -> list[KernelConfig]:
+def sweep(dtype: np.dtype, only: dict | None = None,
+          max_registers: int = 200) -> list[KernelConfig]:
     """``streaming`` shapes around the defaults: columns and rows per work-item, work-group
     widths, steps per launch, segment heights, one or two rows between steps, B loaded or
     kept in registers, levels per local-memory access; strips of 128 to 512 columns whose
-    tile is at least 60% of the strip, registers (the spec's estimate) within 200."""
+    tile is at least 60% of the strip, registers (the spec's estimate) within
+    ``max_registers``."""
     values = dict(SWEEP, **(only or {}))
     found = []
     for combination in itertools.product(*values.values()):
@@ -48,7 +50,7 @@ def sweep(dtype: np.dtype, only: dict | None = None) -> list[KernelConfig]:
             continue
         if halos(params)[1] < 0.6 * local_w * cols:
             continue
-        if registers(params, dtype.itemsize) <= 200:
+        if registers(params, dtype.itemsize) <= max_registers:
             found.append(KernelConfig("streaming", params))
     # The newer ideas first, in case the budget runs out.
     return sorted(found, key=lambda c: (not c.params["rhs_in_regs"], c.params["rows"] == 1))
@@ -93,6 +95,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", type=narrowing, default=[],
                         metavar="KEY=V,V", help="the sweep's values of one parameter "
                         f"(repeatable; keys: {', '.join(SWEEP)})")
+    parser.add_argument("--max-registers", type=int, default=200,
+                        help="leave out shapes the spec estimates above this (default 200)")
     parser.add_argument("--budget", type=float, default=120.0,
                         help="seconds of tuning per size and dtype (default 120)")
     parser.add_argument("--registers", type=int, default=0, metavar="N",
@@ -104,7 +108,7 @@ def main() -> None:
         defaults = [device_default(compute, "temporal", dtype, shape),
                     device_default(compute, "streaming", dtype, shape)]
         configs = list(defaults)
-        configs += [c for c in sweep(dtype, dict(args.only)) if args.sweep and c not in configs
+        configs += [c for c in sweep(dtype, dict(args.only), args.max_registers) if args.sweep and c not in configs
                     and c.fits(compute, dtype)]
         report = tune(compute, shape=shape, dtype=dtype, budget=args.budget, configs=configs,
                       finalists=len(configs) if not args.sweep else 8)

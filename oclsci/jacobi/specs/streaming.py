@@ -37,24 +37,24 @@ PARAMS = (
     Param("rows", default=1, choices=(1, 2, 3, 4)),
     Param("rhs_in_regs", kind=bool, default=False, test_values=(False, True)),
     Param("edge_levels", default=1, choices=(1, 2, 4)),
-    Param("prefetch", default=1, choices=(1, 2, 3)),
+    Param("prefetch", default=1, high=8, test_values=(1, 2, 3, 4)),
 )
 KEYS = ("cols", "local_w", "max_steps", "seg_h", "skew", "rows", "rhs_in_regs", "edge_levels",
         "prefetch")
 
 # Defaults (cols, local_w, max_steps, seg_h, skew, rows, rhs_in_regs, edge_levels, prefetch) by
-# grid size (more than 2^20 cells: large)
-# and item size, from sweeps on an H100: at 16384^2 (docs/performance.md: 1.1% and 0.1% below
-# the best shape in float32 and float64) and at 266x400 (the fastest of a short sweep whose
-# output was not kept; temporal is 6x faster there, docs/bench/h100-issue19-streaming.md);
-# then smaller ones for devices with less local memory or smaller work-groups.
+# grid size (more than 2^20 cells: large) and item size: the large ones the fastest of sweeps
+# at 16384^2 on an H100 (docs/bench/h100-streaming-sweeps.md), the small ones from a short
+# sweep at 266x400 whose output was not kept (temporal is 6x faster there,
+# docs/bench/h100-issue19-streaming.md); then smaller ones for devices with less local memory
+# or smaller work-groups.
 STREAMING_DEFAULTS = {
     ("small", 4): [(1, 32, 8, 16, 2, 1, False, 1, 1)],
     ("small", 8): [(1, 32, 8, 16, 2, 1, False, 1, 1)],
-    ("large", 4): [(2, 128, 12, 256, 1, 1, False, 1, 1)],
-    ("large", 8): [(2, 128, 8, 512, 1, 1, False, 1, 1)],
+    ("large", 4): [(2, 128, 16, 256, 1, 1, True, 4, 3)],
+    ("large", 8): [(2, 128, 10, 256, 1, 1, True, 1, 4)],
 }
-STREAMING_FALLBACKS = [(2, 64, 8, 256, 1, 1, False, 1, 1), (1, 32, 4, 256, 1, 1, False, 1, 1)]
+STREAMING_FALLBACKS = [(2, 64, 8, 256, 1, 1, True, 1, 2), (1, 32, 4, 256, 1, 1, True, 1, 1)]
 # Grids from which ``auto`` takes this kernel on GPUs rather than ``temporal``: on an H100 the
 # defaults of temporal were faster at 8192^2 (2^26 cells), these at 2^27 cells (8192x16384,
 # 16384x8192, 11585^2: by 0.3-1.9% in float32, 21-22% in float64) and beyond
@@ -119,18 +119,21 @@ def registers(p: Mapping, itemsize: int) -> int:
 
 
 def candidates(shape: tuple[int, int], dtype: Any, facts: Mapping) -> list:
-    """Strips of 128 to 1024 columns, 4 to 16 steps, segments of 64 to 1024 rows, one, two or
-    four rows per advance, B loaded or kept in registers; tiles at least half their strip,
-    registers well within a work-item's 255, not much larger than the grid."""
+    """Strips of 128 to 1024 columns, 4 to 16 steps, segments of 64 to 1024 rows, one or two
+    rows per advance, B kept in registers where skew allows (it never lost in the sweeps),
+    the next rows loaded 1 to 4 advances ahead, edges of one or four levels per local-memory
+    access; tiles at least half their strip, registers well within a work-item's 255, not
+    much larger than the grid."""
     m, n = shape
     itemsize = np.dtype(dtype).itemsize
     found = []
-    for cols, local_w, steps, seg_h, skew, rows, rhs_in_regs in itertools.product(
+    for cols, local_w, steps, seg_h, skew, rows, prefetch, edge_levels in itertools.product(
             (1, 2, 4), (32, 64, 128, 256), (4, 6, 8, 10, 12, 14, 16),
-            (64, 128, 256, 384, 512, 1024), (1, 2), (1, 2, 4), (False, True)):
+            (64, 128, 256, 384, 512, 1024), (1, 2), (1, 2), (1, 2, 3, 4), (1, 4)):
         params = {"cols": cols, "local_w": local_w, "max_steps": steps, "seg_h": seg_h,
-                  "skew": skew, "rows": rows, "rhs_in_regs": rhs_in_regs}
-        if check(params):
+                  "skew": skew, "rows": rows, "rhs_in_regs": skew == 1,
+                  "edge_levels": edge_levels, "prefetch": prefetch}
+        if edge_levels > 1 and steps % edge_levels:
             continue
         tile_w = halos(params)[1]
         if not 128 <= local_w * cols <= 1024 or local_w > facts["max_wg"]:
@@ -163,7 +166,9 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     rows = min(seg_h, m) + (1 + rows_apart(p)) * k
     rate = (16e9 if itemsize == 4 else 8e9) * min(1.0, per_cu * local_w / 512)
     concurrent = min(per_cu, math.ceil(groups / facts["cus"]))
-    launch_seconds = waves * concurrent * rows * (k * local_w * p["cols"] + 64) / rate
+    # Loads of B per level, and next rows loaded one advance ahead only, stall the advances.
+    stalls = (1.0 if p["rhs_in_regs"] else 1.3) * (1 + 0.3 / p["prefetch"])
+    launch_seconds = waves * concurrent * rows * (k * local_w * p["cols"] + 64) / rate * stalls
     traffic = groups * rows * local_w * p["cols"] * 3 * itemsize / GPU_BANDWIDTH
     return max(GPU_LAUNCH_HOST, GPU_LAUNCH + launch_seconds + traffic) / k
 
