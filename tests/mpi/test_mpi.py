@@ -225,9 +225,9 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
         job.world = SimpleNamespace(size=ranks)
         return job._choose(kernel, overlap, None)
 
-    interior, strips = choose((16384, 16384), 2, "auto", True)  # slabs of 2^27 cells
+    interior, strips = choose((8192, 8192), 2, "auto", True)  # slabs of 2^25 cells
     assert interior.name == "temporal" and (strips or interior).name == "temporal"
-    interior, strips = choose((32768, 16384), 2, "auto", True)  # slabs of 2^28 cells
+    interior, strips = choose((16384, 16384), 2, "auto", True)  # slabs of 2^27 cells
     assert interior.name == "streaming" and strips.name == "temporal"
     for kernel, overlap in (("auto", False), ("streaming", True)):
         config, strips = choose((32768, 16384), 2, kernel, overlap)

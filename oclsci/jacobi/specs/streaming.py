@@ -52,14 +52,13 @@ STREAMING_DEFAULTS = {
     ("small", 4): [(1, 32, 8, 16, 2, 1, False, 1, 1)],
     ("small", 8): [(1, 32, 8, 16, 2, 1, False, 1, 1)],
     ("large", 4): [(2, 128, 16, 256, 1, 1, True, 4, 3)],
-    ("large", 8): [(2, 128, 10, 256, 1, 1, True, 1, 4)],
+    ("large", 8): [(2, 128, 11, 288, 1, 1, True, 1, 4)],
 }
 STREAMING_FALLBACKS = [(2, 64, 8, 256, 1, 1, True, 1, 2), (1, 32, 4, 256, 1, 1, True, 1, 1)]
 # Grids from which ``auto`` takes this kernel on GPUs rather than ``temporal``: on an H100 the
-# defaults of temporal were faster at 8192^2 (2^26 cells), these at 2^27 cells (8192x16384,
-# 16384x8192, 11585^2: by 0.3-1.9% in float32, 21-22% in float64) and beyond
-# (docs/performance.md).
-AUTO_MIN_CELLS = 1 << 27
+# defaults of temporal were faster at 4096^2 (2^24 cells), these at 8192^2 (2^26 cells) and
+# beyond (docs/performance.md).
+AUTO_MIN_CELLS = 1 << 26
 
 
 def rows_apart(p: Mapping) -> int:
