@@ -59,7 +59,7 @@ def check_fits(array: np.ndarray, dtype: Any, what: str) -> None:
     dtype = np.dtype(dtype)
     limit = float(np.finfo(dtype).max)
     if array.size == 0 or np.issubdtype(array.dtype, np.integer) or (
-            np.issubdtype(array.dtype, np.floating) and np.finfo(array.dtype).max <= limit):
+            np.issubdtype(array.dtype, np.floating) and float(np.finfo(array.dtype).max) <= limit):
         return  # every finite value fits (the largest int64 is about 9.2e18)
     largest = max(abs(float(array.min())), abs(float(array.max())))
     if largest > limit:

@@ -3,6 +3,8 @@ beyond the dtype found wherever they sit, in every float type; integers always p
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pyopencl as cl
 import pytest
@@ -39,6 +41,17 @@ def test_values_beyond_float32_are_refused_at_either_end(value):
     with pytest.raises(InvalidArgumentError, match="beyond float32"):
         check_fits(grid, np.float32, "the grid")
     check_fits(grid, np.float64, "the grid")
+
+
+@pytest.mark.parametrize("source", [np.float16, np.float32, np.float64, np.longdouble])
+@pytest.mark.parametrize("target", [np.float32, np.float64])
+def test_fitting_values_pass_without_a_warning(source, target):
+    """A narrower float type widened (float32 data solved in float64, say) passes silently:
+    comparing float32's largest value with float64's once overflowed in NumPy 2's casts."""
+    grid = np.full((3, 5), 2.5, dtype=source)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_fits(grid, target, "the grid")
 
 
 def test_rhs_checked_skips_only_the_pass_over_the_values(any_compute):
