@@ -132,12 +132,12 @@ def test_registry_names_the_kernels():
         tuned = kernels.tuned_by_default(is_cpu)
         assert tuned[0] == kernels.auto_kernel(is_cpu) and set(tuned) <= set(kernels.tunable())
     assert tuning.MULTI_STEP == {n: s.steps_param for n, s in KERNELS.items() if s.steps_param}
-    # GPUs: temporal blocking in registers up to 2^26 cells, streaming from there.
+    # GPUs: temporal blocking in registers up to 2^25 cells, streaming from there.
     # Per device kind, exactly one auto kernel for the smallest grids, distinct thresholds.
     for kind in ("cpu", "gpu"):
         thresholds = [s.auto_min_cells for s in KERNELS.values() if kind in s.auto_on]
         assert thresholds.count(0) == 1 and len(set(thresholds)) == len(thresholds)
-    shapes = (None, (4096, 4096), (8191, 8192), (8192, 8192), (16384, 16384))
+    shapes = (None, (4096, 4096), (5792, 5792), (5793, 5793), (16384, 16384))
     assert [kernels.auto_kernel(False, shape) for shape in shapes] == \
         ["temporal", "temporal", "temporal", "streaming", "streaming"]
     assert [kernels.auto_kernel(True, shape) for shape in shapes] == ["bands"] * 5

@@ -56,9 +56,11 @@ STREAMING_DEFAULTS = {
 }
 STREAMING_FALLBACKS = [(2, 64, 8, 256, 1, 1, True, 1, 2), (1, 32, 4, 256, 1, 1, True, 1, 1)]
 # Grids from which ``auto`` takes this kernel on GPUs rather than ``temporal``: on an H100 the
-# defaults of temporal were faster at 4096^2 (2^24 cells), these at 8192^2 (2^26 cells) and
-# beyond (docs/performance.md).
-AUTO_MIN_CELLS = 1 << 26
+# defaults cross between 2^25 and 2^25.5 cells in float32 (temporal 2.5% ahead at 5793^2,
+# 6.5% behind at 6889^2) and between 2^24.5 and 2^25 in float64 (6% ahead at 4871^2, 20%
+# behind at 5793^2): from 2^25 float32 loses at most a few percent where float64 gains a
+# fifth or more (docs/performance.md).
+AUTO_MIN_CELLS = 1 << 25
 
 
 def rows_apart(p: Mapping) -> int:
