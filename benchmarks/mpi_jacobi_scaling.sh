@@ -3,8 +3,8 @@
 # one GPU against P (default: every GPU that nvidia-smi, rocm-smi or OCLSCI_GPUS names here),
 # strong on 16384^2 (and 32768^2 for P >= 4), weak on 16384^2 per GPU; the exchange overlapped
 # (the GPU default) and not (OCLSCI_MPI_OVERLAP=0); the default exchange period and PERIODS
-# (default 24 48: multiples of both temporal's 8 and streaming's 12 steps per launch; other
-# periods add a launch per exchange); a short run
+# (default 32 48: multiples of both temporal's 8 or 16 and streaming's 16 steps per launch in
+# float32; other periods add a launch per exchange); a short run
 # (2000 steps: start-up skew between ranks included). Every strong-scaling output is compared
 # bit for bit with one GPU's (the weak run's grid has no one-GPU run). Compare figures within
 # one run only.
@@ -27,7 +27,7 @@ gpus() {
 P=${1:-$(gpus)}
 N=${N:-20000}
 SIZE=${SIZE:-16384}
-PERIODS=${PERIODS:-24 48}
+PERIODS=${PERIODS:-32 48}
 dir=${TMPDIR:-/tmp}/oclsci-scaling
 mkdir -p "$dir"
 read -r -a launcher <<< "${MPIEXEC:-mpiexec}"
