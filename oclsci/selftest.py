@@ -4,8 +4,9 @@ The first command on a new node. Each check builds one kernel configuration, run
 small but non-trivial problem and compares with the NumPy reference:
 
 * Jacobi: every kernel of :data:`oclsci.jacobi.kernels.KERNELS` with the device's default
-  configuration, and the configuration ``--kernel auto`` picks (tuned or default), in float32
-  and float64 (where the device has fp64), bit for bit;
+  configuration, and the configuration ``--kernel auto`` picks (tuned or default), for the
+  test's grid and for a large one (:data:`LARGE_GRID`: the configurations are run on the
+  test's grid), in float32 and float64 (where the device has fp64), bit for bit;
 * Mandelbrot: the device's kernel shape in both dtypes, escape counts as in the tests (at most
   0.5% of the pixels may differ by rounding at the set's edge);
 * elementwise: every ready-made operation in signed, unsigned and floating types, exactly.
@@ -39,6 +40,9 @@ SIZES = {"full": {"jacobi": (201, 263), "steps": 37, "mandelbrot": (301, 233, 30
                   "elementwise": 100_003},
          "quick": {"jacobi": (67, 91), "steps": 13, "mandelbrot": (151, 117, 200),
                    "elementwise": 10_007}}
+# The grid whose configurations are checked too: large enough for every large-grid default and
+# for ``auto``'s choice on large grids (streaming from 2^25 cells on GPUs).
+LARGE_GRID = (16384, 16384)
 MANDELBROT_AGREEMENT = 0.995
 ELEMENTWISE_TYPES = ("int8", "uint16", "int32", "int64", "float32", "float64")
 
@@ -73,12 +77,14 @@ def _jacobi_checks(compute: ComputeContext, size: dict) -> Iterator[tuple[str, C
     for dtype in _dtypes(compute):
         rhs = (rng.standard_normal(shape) * 100).astype(dtype)
         expected = jacobi_numpy(rhs, steps, dtype=dtype)
-        auto = choose_config(compute, "auto", dtype, shape)
-        configs = [(f"auto={auto.name}", auto)]
-        configs += [(name, config) for name in KERNELS
-                    if (config := device_default(compute, name, dtype, shape)).describe()
-                    != auto.describe()]
-        for label, config in configs:
+        configs: dict[str, tuple[str, Any]] = {}  # by description: each configuration once
+        for grid, suffix in ((shape, ""), (LARGE_GRID, " (large grids)")):
+            auto = choose_config(compute, "auto", dtype, grid)
+            configs.setdefault(auto.describe(), (f"auto={auto.name}{suffix}", auto))
+            for name in KERNELS:
+                config = device_default(compute, name, dtype, grid)
+                configs.setdefault(config.describe(), (f"{name}{suffix}", config))
+        for label, config in configs.values():
             def check(config=config, rhs=rhs, expected=expected, dtype=dtype):
                 solver = JacobiSolver(compute, rhs, dtype=dtype, config=config)
                 run(solver, steps)
