@@ -23,15 +23,15 @@ import pyopencl as cl
 
 from oclsci.jacobi.specs.streaming import check, halos, registers
 from oclsci.jacobi.tuning import KernelConfig, device_default
-from oclsci.jacobi.tuning.search import tune
+from oclsci.jacobi.tuning.search import device_facts, predict_seconds_per_step, tune
 from oclsci.runtime import programs
 from oclsci.runtime.device import create_context
 
-
 # The sweep's values of each parameter (``--only`` narrows them).
-SWEEP = {"cols": (1, 2, 4), "local_w": (32, 64, 128, 256), "max_steps": (6, 8, 10, 12, 14, 16),
-         "seg_h": (256, 512), "skew": (1, 2), "rows": (1, 2, 3, 4), "rhs_in_regs": (False, True),
-         "edge_levels": (1, 2, 4), "prefetch": (1, 2, 3)}
+SWEEP = {"cols": (1, 2, 4), "local_w": (32, 64, 128, 256),
+         "max_steps": (6, 8, 10, 11, 12, 14, 16), "seg_h": (256, 512), "skew": (1, 2),
+         "rows": (1, 2, 3, 4), "rhs_in_regs": (False, True), "edge_levels": (1, 2, 4),
+         "prefetch": (1, 2, 3, 4)}
 
 
 def sweep(dtype: np.dtype, only: dict | None = None,
@@ -44,7 +44,7 @@ def sweep(dtype: np.dtype, only: dict | None = None,
     values = dict(SWEEP, **(only or {}))
     found = []
     for combination in itertools.product(*values.values()):
-        params = dict(zip(values, combination))
+        params = dict(zip(values, combination, strict=True))
         local_w, cols = params["local_w"], params["cols"]
         if check(params) or not 128 <= local_w * cols <= 512:
             continue
@@ -52,8 +52,7 @@ def sweep(dtype: np.dtype, only: dict | None = None,
             continue
         if registers(params, dtype.itemsize) <= max_registers:
             found.append(KernelConfig("streaming", params))
-    # The newer ideas first, in case the budget runs out.
-    return sorted(found, key=lambda c: (not c.params["rhs_in_regs"], c.params["rows"] == 1))
+    return found
 
 
 def register_report(compute, config: KernelConfig, dtype: np.dtype) -> str:
@@ -69,13 +68,16 @@ def register_report(compute, config: KernelConfig, dtype: np.dtype) -> str:
 
 
 def narrowing(text: str) -> tuple[str, tuple]:
-    """``KEY=V,V,...``: the sweep's values of parameter KEY."""
+    """``KEY=V,V,...``: the sweep's values of parameter KEY (booleans: true/false or 1/0)."""
     key, _, values = text.partition("=")
     if key not in SWEEP:
         raise argparse.ArgumentTypeError(f"unknown parameter {key!r}: one of {', '.join(SWEEP)}")
-    kind = type(SWEEP[key][0])
-    return key, tuple((v == "True" or v == "1") if kind is bool else kind(v)
-                      for v in values.split(","))
+    if type(SWEEP[key][0]) is not bool:
+        return key, tuple(int(v) for v in values.split(","))
+    flags = {"true": True, "1": True, "false": False, "0": False}
+    if any(v.lower() not in flags for v in values.split(",")):
+        raise argparse.ArgumentTypeError(f"{key} takes true or false, got {values!r}")
+    return key, tuple(flags[v.lower()] for v in values.split(","))
 
 
 def grid_shape(text: str) -> tuple[int, int]:
@@ -91,7 +93,8 @@ def main() -> None:
                         help="grids: N (N x N) or MxN")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "float64"])
     parser.add_argument("--sweep", action="store_true", help="also time shapes around the "
-                        "default (about 280 more configurations in float32, 80 in float64)")
+                        "default (thousands, the cost model's likeliest first: narrow them "
+                        "with --only)")
     parser.add_argument("--only", action="append", type=narrowing, default=[],
                         metavar="KEY=V,V", help="the sweep's values of one parameter "
                         f"(repeatable; keys: {', '.join(SWEEP)})")
@@ -108,8 +111,12 @@ def main() -> None:
         defaults = [device_default(compute, "temporal", dtype, shape),
                     device_default(compute, "streaming", dtype, shape)]
         configs = list(defaults)
-        configs += [c for c in sweep(dtype, dict(args.only), args.max_registers) if args.sweep and c not in configs
-                    and c.fits(compute, dtype)]
+        if args.sweep:
+            # The cost model's order (the tuner's), in case the budget runs out.
+            facts = device_facts(compute)
+            shaped = sorted(sweep(dtype, dict(args.only), args.max_registers),
+                            key=lambda c: predict_seconds_per_step(c, shape, dtype, facts))
+            configs += [c for c in shaped if c not in configs and c.fits(compute, dtype)]
         report = tune(compute, shape=shape, dtype=dtype, budget=args.budget, configs=configs,
                       finalists=len(configs) if not args.sweep else 8)
         print(f"{shape[0]}x{shape[1]} {dtype.name}:")
@@ -120,8 +127,8 @@ def main() -> None:
             groups.append(("fastest", fastest[:10]))
             streaming = [t for t in fastest if t.config.name == "streaming"]
             for rows in sorted({t.config.params.get("rows", 1) for t in streaming}):
-                groups.append((f"fastest streaming with rows={rows}",
-                               [t for t in streaming if t.config.params.get("rows", 1) == rows][:3]))
+                with_rows = [t for t in streaming if t.config.params.get("rows", 1) == rows]
+                groups.append((f"fastest streaming with rows={rows}", with_rows[:3]))
             untried = len(configs) - len(report.trials)
             wrong = [t for t in report.trials if not t.ok]
             print(f" {len(report.trials)} timed in {report.seconds:.0f} s, {untried} left "

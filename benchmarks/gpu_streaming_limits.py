@@ -70,12 +70,13 @@ def edited(source: str, edits: list[tuple[str, str]]) -> str:
 
 
 def seconds_per_step(compute, kernel, solver: JacobiSolver, launches: int) -> float:
-    """Best of three runs of ``launches`` launches (buffers swapped), from events."""
+    """Best of three runs of ``launches`` launches (buffers swapped), from events, after one
+    run as a warm-up."""
     queue = compute.queue
     global_size, local_size = solver.config.launch_shape(solver.m, solver.n)
     args = [solver.rhs_buffer, np.int32(solver.m), np.int32(solver.n),
             np.int32(solver.row_stride), np.int32(solver.steps_per_launch)]
-    best = np.inf
+    times = []
     for _ in range(4):
         events = []
         for k in range(launches):
@@ -83,9 +84,8 @@ def seconds_per_step(compute, kernel, solver: JacobiSolver, launches: int) -> fl
             kernel.set_args(solver.x_buffers[1 - (k & 1)], source, *args)
             events.append(cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size))
         events[-1].wait()
-        elapsed = (events[-1].profile.end - events[0].profile.start) * 1e-9
-        best = min(best, elapsed)  # the first round is the warm-up: it is rarely the best
-    return best / (launches * solver.steps_per_launch)
+        times.append((events[-1].profile.end - events[0].profile.start) * 1e-9)
+    return min(times[1:]) / (launches * solver.steps_per_launch)
 
 
 def parse_setting(text: str) -> tuple[str, object]:

@@ -76,9 +76,12 @@ def test_kernel_equals_numpy(compute, problems, config, dtype):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("name", [name for name, spec in KERNELS.items() if spec.params])
 def test_default_configurations_equal_numpy(compute, problems, name, dtype):
-    """The configurations `auto` falls back to, on this device and as a GPU would have them."""
+    """The configurations `auto` falls back to, on this device and as a GPU would have them,
+    for the seed's grid and for a large one (run on the small grids here)."""
     configs = {device_default(compute, name, dtype, (266, 400)),
-               default_config(name, is_cpu=False, dtype=dtype, shape=(266, 400))}
+               default_config(name, is_cpu=False, dtype=dtype, shape=(266, 400)),
+               device_default(compute, name, dtype, (16384, 16384)),
+               default_config(name, is_cpu=False, dtype=dtype, shape=(16384, 16384))}
     for config in configs:
         if config.fits(compute, dtype):
             _check(compute, config, problems, dtype, shapes=[(37, 1021), (266, 400)])

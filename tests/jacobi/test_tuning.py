@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -257,6 +258,33 @@ def test_malformed_or_unfitting_entries_are_ignored(cache, any_compute, recwarn)
 
 
 # -- the search ---------------------------------------------------------------------------------
+
+def test_streaming_spec_matches_its_template_and_space():
+    """`streaming`: the template's local arrays take what local_mem() says (edges of several
+    levels per vector, the last group padded), and every configuration of its tuning space
+    on an H100-like device is valid."""
+    from oclsci.jacobi.specs import streaming
+    from oclsci.runtime import programs
+
+    spec = streaming.SPEC
+    large = [(params, None) for dtype in (np.float32, np.float64)
+             for params, _ in streaming.defaults({}, dtype, (16384, 16384))]
+    for params, _ in spec.examples + spec.corner_cases + tuple(large):
+        config = KernelConfig("streaming", dict(params))
+        for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+            source = programs.render(spec.template, **config.template_params(), dtype=dtype)
+            arrays = re.findall(r"__local (real_t|float|double)(\d*) \w+\[(\d+)\]", source)
+            declared = sum(int(size) * int(width or 1) for _, width, size in arrays)
+            assert len(arrays) == 2, config.describe()
+            assert declared * dtype.itemsize == config.local_mem_bytes(dtype), config.describe()
+    facts = {"cus": 132, "max_wg": 1024, "local_mem": 48 * 1024, "is_cpu": False}
+    for dtype in (np.float32, np.float64):
+        space = streaming.candidates((16384, 16384), np.dtype(dtype), facts)
+        assert len(space) > 1000
+        for params, local in space:
+            KernelConfig("streaming", params, local).validate(
+                max_work_group_size=1024, local_mem_bytes=48 * 1024, dtype=dtype)
+
 
 def test_candidates_start_with_defaults_and_fit(any_compute):
     found = candidates(any_compute, (266, 400), np.float32)

@@ -77,7 +77,8 @@ class TuneReport:
 
 # -- candidates -------------------------------------------------------------------------------
 
-def _device_facts(compute: Any) -> dict:
+def device_facts(compute: Any) -> dict:
+    """What the specs' candidates and cost models read of a device (see oclsci.jacobi.specs)."""
     device = compute.device
     return {"cus": int(device.max_compute_units), "max_wg": int(device.max_work_group_size),
             "local_mem": int(device.local_mem_size), "is_cpu": bool(compute.is_cpu)}
@@ -116,7 +117,7 @@ def candidates(compute: Any, shape: tuple[int, int], dtype: Any,
 
     Each kernel's list starts with its default configuration, then follows the cost model.
     """
-    facts = _device_facts(compute)
+    facts = device_facts(compute)
     names = kernels or default_kernels(compute)
     lists = []
     for name in names:
@@ -209,7 +210,7 @@ def tune(compute: Any, shape: tuple[int, int] = (266, 400), dtype: Any = np.floa
     report = TuneReport(cache_key(compute, dtype, (m, n)), (m, n), dtype)
     configs = list(configs) if configs is not None else candidates(compute, (m, n), dtype,
                                                                    kernels)
-    facts = _device_facts(compute)
+    facts = device_facts(compute)
     if min_seconds is None:
         min_seconds = 0.15 if compute.is_cpu else 0.04
 
