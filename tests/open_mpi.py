@@ -78,10 +78,31 @@ def debian_open_mpi() -> Path:
     r = subprocess.run([ompi_info, "--path", "libdir", "--parsable"], capture_output=True,
                        text=True, timeout=60)
     libdir = r.stdout.strip().rsplit(":", 1)[-1]
-    for candidate in (Path(libdir) / "libmpi.so.40", Path(libdir) / "libmpi.so"):
+    for candidate in (Path(libdir) / "libmpi.so.40", Path(libdir) / "libmpi.so",
+                      *_registered_above(libdir, "libmpi.so.40")):
         if candidate.exists():
             return candidate.resolve()
     raise OpenMpiUnavailable(f"no libmpi.so.40 in {libdir or '?'} (ompi_info): {hint}")
+
+
+def _registered_above(libdir: str, name: str) -> list[Path]:
+    """``name`` as the dynamic linker's cache lists it, in a folder that holds ``libdir``:
+    Debian's libopenmpi3 keeps libmpi.so.40 in the multiarch folder above Open MPI's libdir
+    (.../openmpi/lib), where only libopenmpi-dev adds a link."""
+    if not libdir:
+        return []
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True,
+                                 timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    found = []
+    for line in listing.splitlines():
+        if line.strip().startswith(name + " ") and "=>" in line:
+            path = Path(line.rsplit("=>", 1)[1].strip()).resolve()  # /lib may be /usr/lib
+            if path.parent in Path(libdir).resolve().parents:
+                found.append(path)
+    return found
 
 
 def library_version(libmpi: Path, env: dict[str, str] | None = None) -> str:
