@@ -12,10 +12,12 @@
   so that the levels of one advance do not depend on each other. Only the strip's sides are
   a halo (left: the multiple of cols >= max_steps, right: at least max_steps), recomputed by
   the neighbouring strips; the segment's top and bottom cost (1 + d) * max_steps extra rows.
-  Level 0's next rows and level 1's right-hand side are loaded prefetch advances ahead; the other
-  levels' right-hand side is loaded before the barrier (the level below read it earlier, so
-  it is cached) or, with rhs_in_regs (skew 1 only), taken from the registers where the level
-  below kept it at the previous advance (no load: (max_steps - 1) * rows more values in
+  The edges of edge_levels levels share one (vector) element of local memory, so one store
+  and one load. Level 0's next rows and level 1's right-hand side are loaded prefetch
+  advances ahead, through registers that shift by one each advance; the other levels'
+  right-hand side is loaded before the barrier (the level below read it earlier, so it is
+  cached) or, with rhs_in_regs (skew 1 only), taken from the registers where the level below
+  kept it at the previous advance (no load: (max_steps - 1) * rows more values in
   registers). Advances and work-items wholly inside the grid, in full launches, take a path
   without tests per cell. Levels above `steps` (runtime, <= max_steps) pass their rows
   through. Columns are aligned to cols (rows start aligned: row_stride is a multiple of 16),
@@ -163,7 +165,8 @@ void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *re
             if (item_inside && ahead - ${D} >= 1 && ahead + ${R - 1} <= m + 1) {
 % for i in range(R):
                 next_x_${Q - 1}_${i} = ${load(f"x_old + (at_ahead + {i} * (size_t)row_stride)")};
-                next_b_${Q - 1}_${i} = ${load(f"rhs + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")};
+                next_b_${Q - 1}_${i} =
+                    ${load(f"rhs + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")};
 % endfor
             } else {
 % for i in range(R):
