@@ -21,7 +21,7 @@ import itertools
 import numpy as np
 import pyopencl as cl
 
-from oclsci.jacobi.specs.streaming import check, halos, registers
+from oclsci.jacobi.specs.streaming import SPEC, check, halos, registers
 from oclsci.jacobi.tuning import KernelConfig, device_default
 from oclsci.jacobi.tuning.search import device_facts, predict_seconds_per_step, tune
 from oclsci.runtime import programs
@@ -72,12 +72,11 @@ def narrowing(text: str) -> tuple[str, tuple]:
     key, _, values = text.partition("=")
     if key not in SWEEP:
         raise argparse.ArgumentTypeError(f"unknown parameter {key!r}: one of {', '.join(SWEEP)}")
-    if type(SWEEP[key][0]) is not bool:
-        return key, tuple(int(v) for v in values.split(","))
-    flags = {"true": True, "1": True, "false": False, "0": False}
-    if any(v.lower() not in flags for v in values.split(",")):
-        raise argparse.ArgumentTypeError(f"{key} takes true or false, got {values!r}")
-    return key, tuple(flags[v.lower()] for v in values.split(","))
+    param = next(p for p in SPEC.params if p.name == key)
+    try:
+        return key, tuple(param.parse(v) for v in values.split(","))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def grid_shape(text: str) -> tuple[int, int]:

@@ -30,6 +30,7 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.jacobi.solver import JacobiSolver
+from oclsci.jacobi.specs.streaming import SPEC
 from oclsci.jacobi.tuning import KernelConfig, device_default
 from oclsci.runtime import programs
 from oclsci.runtime.device import create_context
@@ -89,8 +90,16 @@ def seconds_per_step(compute, kernel, solver: JacobiSolver, launches: int) -> fl
 
 
 def parse_setting(text: str) -> tuple[str, object]:
+    """``KEY=VALUE``: one of the streaming kernel's parameters and its value."""
     key, _, value = text.partition("=")
-    return key, (value == "True") if value in ("True", "False") else int(value)
+    params = {p.name: p for p in SPEC.params}
+    if key not in params:
+        raise argparse.ArgumentTypeError(f"unknown parameter {key!r}: one of "
+                                         f"{', '.join(params)}")
+    try:
+        return key, params[key].parse(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main() -> None:

@@ -115,6 +115,21 @@ def test_every_parameter_is_checked(name):
         _broken(spec, "no_such_parameter", 1).validate()
 
 
+@pytest.mark.parametrize("name", [name for name, spec in KERNELS.items() if spec.params])
+def test_params_parse_their_text(name):
+    """Every parameter reads its value from text (as the benchmarks' KEY=VALUE options give
+    it) and names itself when it cannot."""
+    for param in kernels.get(name).params:
+        if param.kind is bool:
+            assert [param.parse(t) for t in ("true", "False", "1", "0")] == [True, False] * 2
+            wrong = "yes"
+        else:
+            assert param.parse(str(param.low)) == param.low
+            wrong = "1.5"
+        with pytest.raises(ValueError, match=param.name):
+            param.parse(wrong)
+
+
 def test_registry_names_the_kernels():
     assert tuning.KERNELS == tuple(KERNELS)
     for name in ("nope", "auto", None, 3):

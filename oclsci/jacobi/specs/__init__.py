@@ -39,6 +39,20 @@ class Param:
     template: bool = True  # False: it shapes the launch only, the template never sees it
     test_values: Sequence = ()  # small values that tests draw (property tests)
 
+    def parse(self, text: str) -> Any:
+        """``text`` as this parameter's value (booleans: true/false or 1/0, any case); raises
+        ValueError naming the parameter otherwise. Bounds are the spec's validation's."""
+        if self.kind is bool:
+            flags = {"true": True, "1": True, "false": False, "0": False}
+            if text.strip().lower() not in flags:
+                raise ValueError(f"{self.name} takes true or false, not {text!r}")
+            return flags[text.strip().lower()]
+        try:
+            return self.kind(text)
+        except ValueError:
+            kind = "an integer" if self.kind is int else f"a {self.kind.__name__}"
+            raise ValueError(f"{self.name} takes {kind}, not {text!r}") from None
+
 
 @dataclass(frozen=True)
 class Argument:
