@@ -25,13 +25,21 @@ class DeviceError(OclsciError):
 
 
 class NoPlatformError(DeviceError):
-    """No OpenCL platform is registered with the ICD loader."""
+    """No OpenCL platform is registered with the ICD loader, or none has a usable device
+    (PoCL's kernel cache folder unusable, for one)."""
 
     exit_code = EXIT_NO_PLATFORM
 
 
 class InputError(OclsciError):
     """A missing, unreadable or invalid input file, array or parameter."""
+
+
+class FolderGivenError(InputError):
+    """A folder named where a file is expected (input or output): a usage error, exit 2, as
+    click gives for a path option that refuses folders, whichever command and option."""
+
+    exit_code = EXIT_USAGE
 
 
 class OutputError(OclsciError):
@@ -44,6 +52,11 @@ class InvalidArgumentError(InputError, ValueError):
 
 class ArgumentTypeError(InputError, TypeError):
     """A Python API argument of the wrong type."""
+
+
+class DeviceMemoryError(DeviceError, InvalidArgumentError):
+    """A problem too large for the device's memory, refused before allocating (a
+    :class:`DeviceError` and an :class:`InvalidArgumentError`: the size is the argument)."""
 
 
 class NonFiniteResultError(OclsciError, ArithmeticError):
@@ -64,9 +77,11 @@ class Interrupted(OclsciError):
 
     exit_code = EXIT_INTERRUPTED
 
-    def __init__(self, message: str, exit_code: int = EXIT_INTERRUPTED):
+    def __init__(self, message: str, exit_code: int = EXIT_INTERRUPTED,
+                 signum: int | None = None):
         super().__init__(message)
         self.exit_code = exit_code
+        self.signum = signum  # the stop signal's number, when a signal stopped the run
 
 
 class OclsciWarning(UserWarning):

@@ -8,11 +8,14 @@ an interrupted or failed run never leaves a half-written output.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import hashlib
 import os
+import re
 import socket
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -22,9 +25,10 @@ import numpy as np
 from numpy.lib import format as npy_format
 from PIL import Image, UnidentifiedImageError
 
-from oclsci.errors import InputError, OclsciError, OutputError, first_line
+from oclsci.errors import FolderGivenError, InputError, OclsciError, OutputError, first_line
 from oclsci.pnm import is_pnm, read_pnm, undo_rescaling
-from oclsci.runtime.signals import SignalExit
+from oclsci.runtime.memory import check_host_memory
+from oclsci.runtime.signals import held
 
 IMAGE_SUFFIXES = (".png", ".pgm", ".pnm", ".tif", ".tiff", ".bmp")
 ARRAY_SUFFIXES = (".npy",)
@@ -39,7 +43,7 @@ def existing_file(path: str | os.PathLike) -> Path:
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():
-        raise InputError(f"{path}: is a folder, not a file")
+        raise FolderGivenError(f"{path}: is a folder, not a file")
     return path
 
 
@@ -86,25 +90,63 @@ def _read_image(path: Path) -> np.ndarray:
     except OSError as error:
         raise InputError(f"{path}: not a readable image ({first_line(error)})") from None
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _no_pixel_limit():
             # Pillow warns about damaged metadata; a bad file is reported once, below.
             warnings.simplefilter("ignore")
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
             with Image.open(path) as image:
                 rawmode = _rawmode(image)
+                _check_gray_image(path, image)  # from the header: before decoding
                 image.load()
                 mode = image.mode
-                if mode not in GRAY_MODES:
-                    raise InputError(
-                        f"{path}: colour image (mode {mode}); oclsci reads grayscale images: "
-                        "convert it first (e.g. `convert IN -colorspace Gray OUT.png`)")
+                _check_gray_image(path, image, decoded=True)
                 array = undo_rescaling(np.array(image), mode, rawmode)
     except InputError:
         raise
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError,
-            Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError) as error:
         raise InputError(f"{path}: not a readable image ({first_line(error)})") from None
     return array.astype(GRAY_MODES[mode], copy=False)
+
+
+# Pillow's decompression-bomb limit is a module global: lifted under this lock, one image at
+# a time (another thread's image opened meanwhile is not checked against it either).
+_PIXEL_LIMIT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _no_pixel_limit() -> Iterator[None]:
+    """Lift Pillow's pixel limit (``Image.MAX_IMAGE_PIXELS``) meanwhile, then restore it:
+    oclsci checks the decoded size against the host's available memory instead."""
+    with _PIXEL_LIMIT_LOCK:
+        saved = Image.MAX_IMAGE_PIXELS
+        Image.MAX_IMAGE_PIXELS = None
+        try:
+            yield
+        finally:
+            Image.MAX_IMAGE_PIXELS = saved
+
+
+def _check_gray_image(path: Path, image: Any, decoded: bool = False) -> None:
+    """Refuse a colour image, gray with alpha, and (unless ``decoded``) several pages or an
+    image whose pixels cannot fit the host's available memory."""
+    mode = image.mode
+    if mode in ("LA", "La", "PA"):
+        raise InputError(f"{path}: grayscale image with an alpha channel (mode {mode}); oclsci "
+                         "reads plain grayscale images: drop the alpha channel first (e.g. "
+                         "`convert IN -alpha off OUT.png`)")
+    if mode not in GRAY_MODES:
+        raise InputError(f"{path}: colour image (mode {mode}); oclsci reads grayscale images: "
+                         "convert it first (e.g. `convert IN -colorspace Gray OUT.png`)")
+    if decoded:
+        return
+    frames = getattr(image, "n_frames", 1)
+    if frames > 1:
+        raise InputError(f"{path}: holds {frames} images (pages or frames); oclsci reads one: "
+                         "extract it first (e.g. `convert 'IN[0]' OUT.png` for the first)")
+    # Pillow's pixels, NumPy's copy of them, and the float64 copy that the solvers make.
+    width, height = image.size
+    itemsize = np.dtype(GRAY_MODES[mode]).itemsize
+    check_host_memory(width * height * (2 * itemsize + 8),
+                      f"{path}: a {width}x{height} image (its pixels and a float64 copy)")
 
 
 def _rawmode(image: Any) -> str | None:
@@ -118,11 +160,17 @@ def _rawmode(image: Any) -> str | None:
     return args if isinstance(args, str) else None
 
 
-def check_output_path(path: str | os.PathLike | None, suffixes: tuple[str, ...]) -> Path | None:
-    """Refuse, before any work, an output whose folder is missing or whose suffix is unknown."""
+def check_output_path(path: str | os.PathLike | None, suffixes: tuple[str, ...],
+                      inputs: dict[str, str | os.PathLike | None] | None = None) -> Path | None:
+    """Refuse, before any work, an output that is a folder (:class:`FolderGivenError`, exit 2),
+    whose folder is missing, whose suffix is unknown, or that names one of ``inputs`` (the
+    ``-o`` of a command: see :func:`check_inputs_kept`)."""
     if path is None:
         return None
+    check_inputs_kept(inputs or {}, output=path)
     path = Path(path)
+    if path.is_dir():
+        raise FolderGivenError(f"{path}: is a folder, not a file")
     if path.suffix.lower() not in suffixes:
         raise InputError(f"{path}: unknown output type {path.suffix or '(none)'!r}; "
                          f"use one of {', '.join(suffixes)}")
@@ -131,8 +179,6 @@ def check_output_path(path: str | os.PathLike | None, suffixes: tuple[str, ...])
         raise InputError(f"{path}: output folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise InputError(f"{path}: output folder {folder} is not writable")
-    if path.is_dir():
-        raise InputError(f"{path}: is a folder")
     return path
 
 
@@ -160,6 +206,20 @@ def _remove_stale_temporaries(folder: Path, prefix: str) -> None:
 
 
 _HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:4]
+
+# NumPy's message when a file system took fewer bytes than written (``tofile``, ``np.save``).
+_SHORT_WRITE = re.compile(r"^(\d+) requested and (\d+) written$")
+
+
+def write_failure(error: OSError) -> str:
+    """Why writing a file failed, in words: ``disk full: ...`` for ENOSPC and for NumPy's
+    short write (which carries no errno), else the system's message."""
+    if error.errno == errno.ENOSPC:
+        return f"disk full: {error.strerror or 'no space left on device'}"
+    short = _SHORT_WRITE.match(str(error).strip())
+    if error.errno is None and short:
+        return f"disk full: only {short[2]} of {short[1]} bytes could be written"
+    return error.strerror or str(error)
 
 
 def have_matplotlib() -> bool:
@@ -190,15 +250,46 @@ def check_distinct_outputs(**paths: str | os.PathLike | None) -> None:
         seen[resolved] = option.replace("_", "-")
 
 
+def check_inputs_kept(inputs: dict[str, str | os.PathLike | None],
+                      **outputs: str | os.PathLike | None) -> None:
+    """Refuse, before any work, an output naming an input file, which writing would destroy.
+
+    ``inputs`` maps how the user named each input (``"INPUT"``, ``"--resume"``) to its path;
+    ``outputs`` are ``option=path`` pairs as for :func:`check_distinct_outputs`. A path that
+    does not exist yet cannot be an input; links and other names of one file are caught.
+    """
+    for option, output in outputs.items():
+        if output is None:
+            continue
+        for name, source in inputs.items():
+            if source is None:
+                continue
+            try:
+                same = os.path.samefile(output, source)
+            except (OSError, ValueError):
+                continue  # one of them does not exist: the input's reader will say so
+            if same:
+                raise InputError(f"{output}: --{option.replace('_', '-')} names the input "
+                                 f"file ({name}), which it would overwrite; name another file")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it to ``path`` only on success.
 
-    On any failure or signal the temporary file is removed; an OSError becomes an
-    :class:`OutputError` naming ``path``. Temporary files that a killed run (kill -9) left
-    for the same output are removed first.
+    On any failure the temporary file is removed; an OSError becomes an
+    :class:`OutputError` naming ``path``. Stop signals are held until the file is complete
+    (see :func:`oclsci.runtime.signals.held`), so that a signal neither leaves a temporary
+    file behind nor costs an output that is being written. Temporary files that a killed run
+    (kill -9) left for the same output are removed first.
     """
-    path = Path(path)
+    with held():
+        with _atomic_path(Path(path)) as temporary:
+            yield temporary
+
+
+@contextlib.contextmanager
+def _atomic_path(path: Path) -> Iterator[Path]:
     folder = path.parent if str(path.parent) else Path(".")
     prefix = _temporary_prefix(path)
     _remove_stale_temporaries(folder, prefix)
@@ -218,29 +309,28 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
         if isinstance(error, OSError):
-            raise OutputError(f"{path}: cannot write ({error.strerror or error})") from None
+            raise OutputError(f"{path}: cannot write ({write_failure(error)})") from None
         raise
 
 
 def write_outputs(writes: Iterable[tuple[Any, Callable[[], Any]]]) -> list[str]:
     """Run ``(path, write)`` pairs in order (a None path is skipped); return the paths written.
 
-    If one fails, or a signal stops it, the error says which outputs were already written.
+    If one fails, the error says which outputs were already written. A stop signal that
+    comes meanwhile is held until all are written (:func:`oclsci.runtime.signals.held`).
     """
     written: list[str] = []
-    for path, write in writes:
-        if path is None:
-            continue
-        try:
-            write()
-        except SignalExit as stop:
-            stop.written = list(written)
-            raise
-        except OclsciError as error:
-            if written:
-                error.args = (f"{error}; written before it: {', '.join(written)}",)
-            raise
-        written.append(str(path))
+    with held():
+        for path, write in writes:
+            if path is None:
+                continue
+            try:
+                write()
+            except OclsciError as error:
+                if written:
+                    error.args = (f"{error}; written before it: {', '.join(written)}",)
+                raise
+            written.append(str(path))
     return written
 
 

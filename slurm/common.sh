@@ -220,7 +220,10 @@ oclsci_abspath() { case $1 in /*) echo "$1" ;; *) echo "$OCLSCI_WORKDIR/$1" ;; e
 # outside Slurm, nor after OCLSCI_MAX_RESUBMITS resubmissions.
 oclsci_resubmit() {
     [ -f "$OCLSCI_CHECKPOINT" ] || { oclsci_log "error: no checkpoint $OCLSCI_CHECKPOINT"; return 1; }
-    local how="resume with: OCLSCI_RESUME=$OCLSCI_CHECKPOINT OCLSCI_OUTPUT=$OCLSCI_OUTPUT sbatch ..."
+    # Quoted for the shell (%q): the hint can be pasted whatever the paths hold.
+    local how
+    how=$(printf 'resume with: OCLSCI_RESUME=%q OCLSCI_OUTPUT=%q sbatch ...' \
+        "$OCLSCI_CHECKPOINT" "$OCLSCI_OUTPUT")
     if [ -z "${SLURM_JOB_ID:-}" ] || [ "${OCLSCI_RESUBMIT:-yes}" = no ]; then
         oclsci_log "not resubmitting; $how"
         return "$OCLSCI_EX_TEMPFAIL"
@@ -340,7 +343,15 @@ oclsci_bench() {
 # oclsci-sweep-ARRAYID_I.npy.
 oclsci_sweep_case() {
     : "${OCLSCI_SWEEP_INDEX:=${SLURM_ARRAY_TASK_ID:-0}}"
+    case $OCLSCI_SWEEP_INDEX in
+        ''|*[!0-9]*|??????????*)  # not digits, or 10 of them or more (beyond shell arithmetic)
+            oclsci_die "OCLSCI_SWEEP_INDEX=$OCLSCI_SWEEP_INDEX: expected a non-negative integer (the case's line in the sweep file, counting from 0)" ;;
+    esac
+    OCLSCI_SWEEP_INDEX=$((10#$OCLSCI_SWEEP_INDEX))  # 08 is 8, not a bad octal number
     OCLSCI_SWEEP_FILE=$(oclsci_abspath "${OCLSCI_SWEEP_FILE:-$OCLSCI_ROOT/slurm/sweep.txt}")
+    [ -e "$OCLSCI_SWEEP_FILE" ] || oclsci_die "OCLSCI_SWEEP_FILE=$OCLSCI_SWEEP_FILE: the file does not exist"
+    { [ -f "$OCLSCI_SWEEP_FILE" ] && [ -r "$OCLSCI_SWEEP_FILE" ]; } ||
+        oclsci_die "OCLSCI_SWEEP_FILE=$OCLSCI_SWEEP_FILE: not a readable file"
     OCLSCI_CASE_ARGS=$(grep -v -e '^[[:space:]]*#' -e '^[[:space:]]*$' "$OCLSCI_SWEEP_FILE" |
                        sed -n "$((OCLSCI_SWEEP_INDEX + 1))p") || true
     [ -n "$OCLSCI_CASE_ARGS" ] || oclsci_die "$OCLSCI_SWEEP_FILE has no case $OCLSCI_SWEEP_INDEX"

@@ -45,6 +45,11 @@ if [ "${OCLSCI_USE_GUIX:-no}" = yes ]; then
         cpu) manifest=$root/guix/manifest.scm ;;
         *) manifest=$root/guix/manifest-$variant.scm ;;
     esac
+    if [ -z "${OCLSCI_GUIX_PROFILES:-}" ] && [ ! -d "${HOME:-}" ]; then
+        # mkdir -p would make the user's HOME itself: never that.
+        echo "task.sh: error: HOME=${HOME:-} is not a folder: set HOME, or OCLSCI_GUIX_PROFILES to a folder that every node sees (Guix profiles are kept there)" >&2
+        exit 1
+    fi
     profiles=${OCLSCI_GUIX_PROFILES:-$HOME/.cache/oclsci/guix-profiles}
     manifests=(-m "$manifest")
     name=$variant

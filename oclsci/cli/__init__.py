@@ -16,6 +16,7 @@ import click
 
 from oclsci import __version__
 from oclsci.errors import KernelBuildError, OclsciError, OclsciWarning, first_line
+from oclsci.runtime.launcher import wants_mpi
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, SignalExit, install_exit_handlers
 
 # Command name -> module defining a click command of the same name.
@@ -61,6 +62,11 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj = {"debug": debug}
 
 
+# Click >= 8.2 raises this usage error (exit 2) for a group run without arguments; older
+# clicks print the help and exit 0, as oclsci does with either.
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 def _error(message: str) -> None:
     click.echo(f"oclsci: error: {message}", err=True)
 
@@ -87,6 +93,10 @@ def main(argv: list[str] | None = None) -> None:
     _show_warnings_as_lines()
     try:
         install_exit_handlers()  # SIGINT too: no KeyboardInterrupt for click to catch
+        if wants_mpi():  # every rank must run the same command: checked once, at start
+            from oclsci.mpi.world import agree_on_command
+
+            agree_on_command(list(sys.argv[1:] if argv is None else argv))
         cli.main(args=argv, prog_name="oclsci", standalone_mode=False)
     except SignalExit as stop:
         written = getattr(stop, "written", None)
@@ -96,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         _error("interrupted")
         sys.exit(EXIT_SIGNAL_BASE + signal.SIGINT)
+    except _NO_ARGS_IS_HELP as error:  # `oclsci` alone: its help on stdout, exit 0
+        click.echo(error.ctx.get_help())
+        sys.exit(0)
     except click.UsageError as error:
         command = error.ctx.command_path if error.ctx else "oclsci"
         _error(f"{error.format_message()} (see `{command} --help`)")

@@ -16,7 +16,8 @@ import click
 import numpy as np
 
 from oclsci.cli.options import device_option, quiet_option
-from oclsci.io import check_output_path, read_array, write_array
+from oclsci.io import check_inputs_kept, check_output_path, read_array, write_array
+from oclsci.jacobi.checks import check_finite, validate_grid
 from oclsci.jacobi.driver import JacobiOutcome, run_job
 from oclsci.jacobi.job import (  # noqa: F401 - Problem, load_problem: public names kept here
     OUTPUT_SUFFIXES,
@@ -25,7 +26,6 @@ from oclsci.jacobi.job import (  # noqa: F401 - Problem, load_problem: public na
     load_problem,
 )
 from oclsci.jacobi.reference import laplacian
-from oclsci.jacobi.solver import check_finite, validate_rhs
 from oclsci.mpi import SlabPlacement, mpi_world
 
 
@@ -145,7 +145,8 @@ def print_summary(outcome: JacobiOutcome) -> None:
 def laplacian_command(image, output):
     """Write the 5-point Laplacian of IMAGE (zero boundary): `jacobi` of it returns IMAGE."""
     check_output_path(output, OUTPUT_SUFFIXES)
-    rhs = validate_rhs(read_array(image))
+    check_inputs_kept({"IMAGE": image}, output=output)
+    rhs = validate_grid(read_array(image), f"image {image}")
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported just below
         result = laplacian(rhs)
     write_array(output, check_finite(result, "the Laplacian"))

@@ -46,12 +46,13 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
                "fast_math": fast_math}
     world = mpi_world()
     # Signals are collected while kernels build and run; a poll between launches stops the
-    # run (128 + N, nothing written).
+    # run (128 + N, nothing written; under MPI every rank). Once the periodogram is computed,
+    # one only waits for the output.
     with StopFlag(raising=True) as stop:
         if world is not None:
             compute, pgram, seconds = lombscargle_distributed(
                 world, times, values, freqs, device=device, quiet=quiet,
-                notify=functools.partial(click.echo, err=True), **options)
+                notify=functools.partial(click.echo, err=True), stop_flag=stop, **options)
             if pgram is None:
                 return
             if not quiet:
@@ -65,10 +66,11 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
                            "samples", err=True)
             pgram = plan.run(should_stop=stop).get()
             seconds, launches = plan.timings.device_seconds, plan.timings.launches
-    title = (f"{input_path}: {times.size} samples, {dtype}"
-             + (", precentered" if precenter else "") + (", normalized" if normalize else ""))
-    if out_path is not None:
-        write_periodogram(out_path, freqs, pgram, title)
+            stop.work_done()
+        title = (f"{input_path}: {times.size} samples, {dtype}"
+                 + (", precentered" if precenter else "") + (", normalized" if normalize else ""))
+        if out_path is not None:
+            write_periodogram(out_path, freqs, pgram, title)
     if quiet:
         return
     peak = int(pgram.argmax())

@@ -62,19 +62,21 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     validate(width, height, maxiter, xmin, xmax, ymin, ymax, horizon_value, dtype)
     want_smooth = image_path is not None
     world = mpi_world()  # None without MPI or in a world of one rank
-    if world is not None:  # several ranks: each renders bands of rows, rank 0 gathers them
-        compute, plan, result, timings = mandelbrot_distributed(
-            world, device=device, quiet=quiet, repeat=repeat, want_smooth=want_smooth,
-            notify=functools.partial(click.echo, err=True), width=width, height=height,
-            maxiter=maxiter, xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax,
-            horizon=horizon_value, dtype=dtype)
-        if result is None:  # not rank 0: rank 0 writes and prints
-            return
-        if not quiet:
-            click.echo(describe_bands(world, height))
-    else:
-        # Signals are collected while kernels build and run, and stop the run between bands.
-        with StopFlag(raising=True):
+    # Signals are collected while kernels build and run, and stop the run between bands (128 +
+    # N, nothing written; under MPI every rank). Once the image is computed, one only waits
+    # for the outputs.
+    with StopFlag(raising=True) as stop:
+        if world is not None:  # several ranks: each renders bands of rows, rank 0 gathers
+            compute, plan, result, timings = mandelbrot_distributed(
+                world, device=device, quiet=quiet, repeat=repeat, want_smooth=want_smooth,
+                notify=functools.partial(click.echo, err=True), stop_flag=stop, width=width,
+                height=height, maxiter=maxiter, xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax,
+                horizon=horizon_value, dtype=dtype)
+            if result is None:  # not rank 0: rank 0 writes and prints
+                return
+            if not quiet:
+                click.echo(describe_bands(world, height))
+        else:
             compute = create_context(device, quiet=quiet)
             plan = MandelbrotRenderer(compute, width=width, height=height, maxiter=maxiter,
                                       xmin=xmin, xmax=xmax, ymin=ymin, ymax=ymax,
@@ -83,18 +85,19 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
             for _ in range(repeat):  # only the last result is kept (each pins its memory)
                 result = plan.run(want_z=False, want_smooth=want_smooth)
                 timings.append(result.timings)
-    written = []
-    colour_seconds = write_seconds = 0.0
-    if image_path is not None:
-        start = time.perf_counter()
-        picture = shade(result.smooth, renderer=renderer, compute=compute)
-        colour_seconds = time.perf_counter() - start
-        write_image(image_path, picture)
-        write_seconds = time.perf_counter() - start - colour_seconds
-        written.append(image_path)
-    if counts_path is not None:
-        write_npy(counts_path, result.counts)
-        written.append(counts_path)
+            stop.work_done()
+        written = []
+        colour_seconds = write_seconds = 0.0
+        if image_path is not None:
+            start = time.perf_counter()
+            picture = shade(result.smooth, renderer=renderer, compute=compute)
+            colour_seconds = time.perf_counter() - start
+            write_image(image_path, picture)
+            write_seconds = time.perf_counter() - start - colour_seconds
+            written.append(image_path)
+        if counts_path is not None:
+            write_npy(counts_path, result.counts)
+            written.append(counts_path)
     if quiet:
         return
     kernel = statistics.median(t.kernel_seconds for t in timings)

@@ -71,13 +71,15 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
                    pre=sweeps[0], post=sweeps[1], smoother=smoother)
     world = mpi_world()  # None without MPI or in a world of one rank
     # Signals are collected while kernels build and run; a poll between cycles stops the run
-    # (128 + N, nothing written).
+    # (128 + N, nothing written). Once the cycles are done, one waits for the outputs.
     if world is None:
         problem = load_problem(input_path, None)
         rhs = validate_rhs(problem.rhs)
         with StopFlag(raising=True) as stop:
             compute = create_context(device, quiet=quiet)
             result = solve(rhs, device=compute, should_stop=stop, **options)
+            stop.work_done()
+            written = write_outputs([(output, lambda: write_array(output, result.x))])
     else:
         read: dict = {}
 
@@ -90,10 +92,10 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
                 world, read_rhs, device=device,
                 notify=None if quiet else functools.partial(click.echo, err=True),
                 stop_flag=stop, **options)
-        if result is None:
-            return
-        problem = read["problem"]
-    written = write_outputs([(output, lambda: write_array(output, result.x))])
+            if result is None:
+                return
+            problem = read["problem"]
+            written = write_outputs([(output, lambda: write_array(output, result.x))])
     if not result.converged:
         floor = "the residual stopped falling (the dtype's accuracy floor" + (
             "; try --dtype float64)" if result.x.dtype == np.float32 else ")")

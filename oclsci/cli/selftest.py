@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
 from oclsci.cli.options import device_option
 from oclsci.errors import OclsciError
-from oclsci.io import atomic_path
+from oclsci.io import atomic_path, check_output_path
 from oclsci.runtime.device import create_context
 from oclsci.runtime.timing import timed
 from oclsci.selftest import selftest, summary
@@ -28,6 +29,8 @@ def selftest_command(device: str | None, json_path: str | None, quick: bool) -> 
     `auto` in float32 and float64, Mandelbrot, the elementwise operations) on small problems,
     compare each with NumPy and print one line per check and a verdict. Exit 0 only when every
     check passes: run it first on a new node or driver."""
+    if json_path:  # an unwritable report fails now, not after the checks (any suffix)
+        check_output_path(json_path, (Path(json_path).suffix.lower(),))
     compute = create_context(device)
     click.echo(compute.banner().replace("oclsci: ", "oclsci selftest: ", 1))
     info = compute.describe()

@@ -19,6 +19,7 @@ import numpy as np
 from oclsci.cli.options import device_option, dtype_option, quiet_option
 from oclsci.errors import InputError
 from oclsci.jacobi import kernels
+from oclsci.jacobi.tuning.cache import check_writable
 from oclsci.jacobi.tuning.search import save_report, tune
 from oclsci.runtime.device import create_context
 
@@ -41,7 +42,10 @@ def parse_size(text: str) -> tuple[int, int]:
                    "grids within a factor of about 1.4 in cell count share it).")
 @dtype_option
 @click.option("--budget", type=float, default=30.0, show_default=True, metavar="SECONDS",
-              help="About how long the search may take.")
+              help="How long the search may take, all of it: the set-up, every candidate's "
+                   "build, check and timing, and the re-timing of the fastest (not the "
+                   "device's start-up, nor saving the cache). At least one candidate is "
+                   "tried, however long it takes.")
 @click.option("--kernel", "kernels", multiple=True,
               type=click.Choice(kernels.tunable()),
               help="Kernel(s) to tune (repeatable; default: "
@@ -55,6 +59,8 @@ def tune_command(device, size, dtype, budget, kernels, no_save, as_json, quiet):
     if not (budget > 0 and math.isfinite(budget)):
         raise InputError(f"--budget must be a positive number of seconds, got {budget}")
     shape = parse_size(size)
+    if not no_save:
+        check_writable()  # an unwritable cache fails now, not after the search
     compute = create_context(device, quiet=quiet or as_json)
     dtype = compute.check_dtype(np.dtype(dtype))
     log = None if (quiet or as_json) else (lambda message: click.echo(message, err=True))

@@ -30,7 +30,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from oclsci.errors import InputError, KernelBuildError
+from oclsci.errors import InputError, InvalidArgumentError, KernelBuildError
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
 
@@ -256,6 +256,15 @@ class ElementwiseKernel:
             if arg.kind == "scalar" and any(p.name == arg.param.name for p in self.inplace):
                 raise InputError(f"kernel {self.name}: argument {arg.param.name!r} is written in "
                                  "place and must be an array, got a scalar")
+        # The results are copied back into the NumPy arrays written: refuse read-only ones
+        # now, before the device's work (PyOpenCL would fail only on the copy back).
+        inplace = {p.name for p in self.inplace}
+        written = [a for a in resolved if a.param.name in inplace] + given_outputs
+        for arg in written:
+            if arg.kind == "numpy" and not arg.value.flags.writeable:
+                raise InvalidArgumentError(
+                    f"kernel {self.name}: argument {arg.param.name!r} is written but its NumPy "
+                    "array is read-only; pass a writable array (a copy of it, for instance)")
         bound = self._resolve_types(everything)
         compute = as_compute_context(device)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,11 @@ DTYPES = (np.float32, np.float64)
 
 def validate_grid(values: Any, what: str, check_finite: bool = True) -> np.ndarray:
     """``values`` as a 2-D array of finite numbers, or a typed error naming ``what``.
-    ``check_finite=False`` leaves out the pass over the values (for a caller that made it)."""
+    ``check_finite=False`` leaves out the pass over the values (for a caller that made it).
+    A ``pyopencl.array.Array`` is read to the host."""
+    cl_array = sys.modules.get("pyopencl.array")  # not imported: values cannot be one
+    if cl_array is not None and isinstance(values, cl_array.Array):
+        values = values.get()
     array = np.asarray(values)
     if array.ndim != 2:
         raise InvalidArgumentError(f"{what} must be a 2-D array, got {array.ndim} dimensions")
@@ -35,6 +40,26 @@ def validate_grid(values: Any, what: str, check_finite: bool = True) -> np.ndarr
         bad = int(np.count_nonzero(~np.isfinite(array)))
         raise InvalidArgumentError(f"{what} holds {bad} NaN or infinite value(s)")
     return array
+
+
+def check_shape(shape: Any, what: str = "shape") -> tuple[int, int]:
+    """``shape`` as a pair of positive ints (rows, columns), or a typed error naming
+    ``what``: non-integer entries (4.5, True) are refused, never rounded."""
+    try:
+        entries = tuple(shape)
+    except TypeError:
+        raise ArgumentTypeError(f"{what} must be a pair of integers (rows, columns), got "
+                                f"{type(shape).__name__} {shape!r}") from None
+    if len(entries) != 2:
+        raise InvalidArgumentError(f"{what} must be a pair of integers (rows, columns), got "
+                                   f"{len(entries)} entries {shape!r}")
+    for entry in entries:
+        if isinstance(entry, (bool, np.bool_)) or not isinstance(entry, numbers.Integral):
+            raise ArgumentTypeError(f"{what} must hold integers, got {type(entry).__name__} "
+                                    f"{entry!r} in {shape!r}")
+        if entry < 1:
+            raise InvalidArgumentError(f"{what} must be at least 1 x 1, got {shape!r}")
+    return int(entries[0]), int(entries[1])
 
 
 def extremes_finite(array: np.ndarray) -> bool:

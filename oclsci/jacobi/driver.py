@@ -38,7 +38,7 @@ from oclsci.jacobi.job import (  # noqa: F401 - the job's names, at hand with th
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, check_finite
 from oclsci.runtime.device import ComputeContext, create_context
-from oclsci.runtime.signals import StopFlag
+from oclsci.runtime.signals import StopFlag, signal_name
 
 # progress(total, start) -> a context manager yielding update(done, total); see run_job.
 ProgressUpdate = Callable[[int, int], None]
@@ -150,13 +150,21 @@ class OneDevicePlacement:
     def stopped(self, error: Interrupted, stop_flag: StopFlag, iteration: int,
                 checkpoint: str | None) -> NoReturn:
         """Exit 75 after a checkpoint, else 128 + the signal's number."""
-        if checkpoint:
-            raise Interrupted(f"stopped by {stop_flag.signal_name} at iteration {iteration}; "
-                              f"checkpoint written to {checkpoint}: go on with --resume "
-                              f"{checkpoint}") from None
-        raise Interrupted(f"stopped by {stop_flag.signal_name} at iteration {iteration}; no "
-                          "output written (use --checkpoint to keep the work)",
-                          exit_code=128 + stop_flag.signum) from error
+        raise stop_error(error, iteration, checkpoint) from None
+
+
+def stop_error(error: Interrupted, iteration: int, checkpoint: str | None) -> Interrupted:
+    """What a run stopped by a signal ends with: the runner's ``error`` (exit 75 after its
+    checkpoint, else 128 + the signal's number) told as one line naming the signal and what
+    was kept."""
+    by = "a stop request" if error.signum is None else signal_name(error.signum)
+    if checkpoint:
+        return Interrupted(f"stopped by {by} at iteration {iteration}; checkpoint written to "
+                           f"{checkpoint}: go on with --resume {checkpoint}",
+                           signum=error.signum)
+    return Interrupted(f"stopped by {by} at iteration {iteration}; no output written (use "
+                       "--checkpoint to keep the work)", exit_code=error.exit_code,
+                       signum=error.signum)
 
 
 def run_job(job: JacobiJob, *, placement: Placement | None = None,
@@ -186,8 +194,10 @@ def _run_job(job: JacobiJob, placement: Placement, progress: ProgressFactory | N
     start: Start = placement.share(prepared[1] if placement.is_root else None)
 
     # Collect stop signals from here on: one arriving while kernels build is acted on at the
-    # first poll after the build (with a checkpoint when asked).
+    # first poll after the build (with a checkpoint when asked). Once the steps are done, one
+    # is only held until the outputs are written: it never costs the steps.
     with StopFlag() as stop_flag:
+        stop_flag.report_late = placement.is_root
         compute = placement.open_device(job.device, notify)
         solve = placement.build(compute, problem, start, job.kernel)
 
@@ -209,23 +219,25 @@ def _run_job(job: JacobiJob, placement: Placement, progress: ProgressFactory | N
         except Interrupted as error:
             stop_flag.stopping()
             placement.stopped(error, stop_flag, solve.solver.iteration, job.checkpoint)
+        stop_flag.work_done()
         x = solve.gather()
         # An overflowed run writes no output. A finite final residual already proves x
         # finite (a NaN or infinity in any cell makes its residual term, and the sum, not
         # finite), so only a run without one pays the host's pass over x.
         _on_root(placement, lambda: None if math.isfinite(result.residual) else check_finite(x))
-    result, distribution = placement.totals(result, solve)
+        result, distribution = placement.totals(result, solve)
 
-    def finish() -> JacobiOutcome:
-        # A stop signal taken after the last poll found the run complete: write it all.
-        final = Checkpoint(x=x, rhs=problem.rhs, iteration=solve.solver.iteration,
-                           original=problem.original)
-        written = write_outputs([
-            (job.output, lambda: write_array(job.output, x)),
-            (job.compare, lambda: write_image(job.compare, side_by_side(
-                problem.original if problem.original is not None else problem.rhs, x))),
-            (job.checkpoint, lambda: save_checkpoint(job.checkpoint, final)),
-        ])
-        return JacobiOutcome(compute, problem, x, result, distribution, written)
+        def finish() -> JacobiOutcome:
+            # The final checkpoint first: were the process killed while the others are
+            # written, a resumed run would only write them.
+            final = Checkpoint(x=x, rhs=problem.rhs, iteration=solve.solver.iteration,
+                               original=problem.original)
+            written = write_outputs([
+                (job.checkpoint, lambda: save_checkpoint(job.checkpoint, final)),
+                (job.output, lambda: write_array(job.output, x)),
+                (job.compare, lambda: write_image(job.compare, side_by_side(
+                    problem.original if problem.original is not None else problem.rhs, x))),
+            ])
+            return JacobiOutcome(compute, problem, x, result, distribution, written)
 
-    return _on_root(placement, finish)
+        return _on_root(placement, finish)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from oclsci.errors import InputError
-from oclsci.io import check_distinct_outputs, check_output_path, read_array
+from oclsci.io import check_distinct_outputs, check_inputs_kept, check_output_path, read_array
 from oclsci.jacobi import kernels
 from oclsci.jacobi.checkpoint import checkpoint_dtype, load_checkpoint
 from oclsci.jacobi.picture import builtin_picture
@@ -90,11 +90,18 @@ def check_job(job: JacobiJob) -> None:
         raise InputError(f"--tol must be a positive number, got {job.tol}")
     if job.check_every < 1 or job.checkpoint_every < 0:
         raise InputError("--check-every must be >= 1 and --checkpoint-every >= 0")
+    if job.checkpoint_every and not job.checkpoint:
+        raise InputError(f"--checkpoint-every {job.checkpoint_every} needs --checkpoint "
+                         "FILE.npz to write to")
     kernels.check_choice(job.kernel)
     check_output_path(job.output, OUTPUT_SUFFIXES)
     check_output_path(job.compare, (".png",))
     check_output_path(job.checkpoint, (".npz",))
     check_distinct_outputs(output=job.output, compare=job.compare, checkpoint=job.checkpoint)
+    # --checkpoint may name the --resume file: the run goes on writing it.
+    check_inputs_kept({"INPUT": job.input}, output=job.output, compare=job.compare,
+                      checkpoint=job.checkpoint)
+    check_inputs_kept({"--resume": job.resume}, output=job.output, compare=job.compare)
 
 
 def prepare(job: JacobiJob) -> tuple[Problem, Start]:

@@ -20,6 +20,7 @@ from oclsci.errors import Interrupted
 from oclsci.jacobi.checks import check_iterations, check_run_options
 from oclsci.jacobi.tuning import KernelConfig
 from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
 
 if TYPE_CHECKING:
     from oclsci.jacobi.solver import JacobiSolver
@@ -63,8 +64,9 @@ class SingleDevice:
         """The sum over one device is the value itself."""
         return value
 
-    def agree(self, stop: bool, launches: int) -> tuple[bool, int]:
-        """One device: its own stop request and chunk size."""
+    def agree(self, stop: Any, launches: int) -> tuple[Any, int]:
+        """One device: its own stop request (a signal's number, or a truth value) and chunk
+        size."""
         return stop, launches
 
     def owned_rows(self, solver: JacobiSolver) -> tuple[int, int]:
@@ -130,11 +132,15 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
             progress(done, iterations)
         if stop:
             stopwatch.stop()
+            code = stop_exit_code(stop)
+            signum = code - EXIT_SIGNAL_BASE if code > EXIT_SIGNAL_BASE else None
+            by = signal_name(signum) if signum else "a stop request"
             if checkpoint:
                 checkpoint(solver)
-                raise Interrupted(f"stopped by a signal at iteration {done}; checkpoint written, "
-                                  "resume with --resume")
-            raise Interrupted(f"stopped by a signal at iteration {done}; no checkpoint requested")
+                raise Interrupted(f"stopped by {by} at iteration {done}; checkpoint written, "
+                                  "resume with --resume", signum=signum)
+            raise Interrupted(f"stopped by {by} at iteration {done}; no checkpoint requested",
+                              exit_code=code, signum=signum)
     pacer.drain()
     if halo.steps_between_exchanges and solver.iteration % halo.steps_between_exchanges:
         halo.exchange(solver)

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from oclsci.errors import Interrupted
-from oclsci.jacobi.driver import JacobiOutcome, ProgressFactory, run_job
+from oclsci.jacobi.driver import JacobiOutcome, ProgressFactory, run_job, stop_error
 from oclsci.jacobi.job import JacobiJob, Problem, Start
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
@@ -247,8 +247,9 @@ class SlabPlacement:
 
     def stopped(self, error: Interrupted, stop_flag: StopFlag, iteration: int,
                 checkpoint: str | None) -> NoReturn:
-        """Every rank saw the same stop request: rank 0 reports it, the others just exit
-        (with exit code 75: a rank may not know which signal another rank received)."""
+        """Every rank saw the same stop request (the signal's number agreed): rank 0 reports
+        it, the others exit with the same code, silently."""
+        error = stop_error(error, iteration, checkpoint)
         if self.world.is_root:
             raise _agreed(error) from None
         raise _agreed(SystemExit(error.exit_code)) from None

@@ -26,18 +26,26 @@ def describe_frequency_bands(world: World) -> str:
 def lombscargle_distributed(world: World, times: np.ndarray, values: np.ndarray,
                             freqs: np.ndarray, *, device: str | None, quiet: bool,
                             notify: Callable[[str], None] | None = None,
+                            stop_flag: Any = None,
                             **options: Any) -> tuple[Any, np.ndarray | None, float]:
     """``oclsci lombscargle`` over the ranks of ``world`` (collective).
 
     Returns ``(compute, pgram, seconds)``: the whole periodogram on rank 0 (None elsewhere)
     and the longest device time over the ranks. Unless ``quiet``, rank 0 passes the ranks'
-    device lines to ``notify``.
+    device lines to ``notify``. ``stop_flag``: the raising StopFlag around the call; it is
+    polled between launches and a stop signal to any rank stops them all (rank 0 raises
+    SignalExit, the others exit with 128 + N); once the bands are computed one only waits
+    for the outputs.
     """
     return world.run_guarded(_distributed, world, times, values, freqs, device=device,
-                             notify=None if quiet else notify, **options)
+                             notify=None if quiet else notify, stop_flag=stop_flag,
+                             **options)
 
 
-def _distributed(world: World, times, values, freqs, *, device, notify, **options):
+def _distributed(world: World, times, values, freqs, *, device, notify, stop_flag,
+                 **options):
+    if stop_flag is not None:
+        world.share_stops(stop_flag)
     compute = world.open_device(device, notify)
     bands = rank_bands(freqs.size, world.size, world.rank)
     plans = world.agree(lambda: {first: Periodogram(compute, times, values,
@@ -47,11 +55,11 @@ def _distributed(world: World, times, values, freqs, *, device, notify, **option
 
     def band(first: int, count: int) -> dict:
         plan = plans[first]
-        pgram = plan.run().get()
+        pgram = plan.run(should_stop=stop_flag).get()
         seconds["device"] += plan.timings.device_seconds
         return {"pgram": pgram}
 
-    full, _ = gather_bands(world, freqs.size, band)
+    full, _ = gather_bands(world, freqs.size, band, stop_flag=stop_flag)
     device_seconds = world.allreduce_max(seconds["device"])
     if not world.is_root:
         return compute, None, device_seconds

@@ -12,6 +12,7 @@ import numpy as np
 from oclsci.mandelbrot.renderer import MandelbrotRenderer, MandelbrotResult, MandelbrotTimings
 from oclsci.mpi.slabs import split_rows
 from oclsci.mpi.world import TAG_GATHER, World
+from oclsci.runtime.signals import SignalExit
 
 
 def rank_bands(height: int, parts: int, rank: int,
@@ -25,17 +26,27 @@ def rank_bands(height: int, parts: int, rank: int,
 
 
 def gather_bands(world: World, height: int, compute_band: Callable[[int, int], dict],
-                 bands_per_rank: int = 1) -> tuple[dict | None, float]:
+                 bands_per_rank: int = 1, stop_flag: Any = None,
+                 final: bool = True) -> tuple[dict | None, float]:
     """Compute this rank's bands of rows and gather whole images on rank 0 (collective).
 
     ``compute_band(first_row, row_count)`` returns a dict of arrays with ``row_count`` rows
     (e.g. ``{"counts": ..., "smooth": ...}``); the same names, dtypes and widths on every
     rank. Rank 0 gets ``{name: array with height rows}``, the others None; every rank gets
-    the longest computing time over ranks, in seconds.
+    the longest computing time over ranks, in seconds. ``stop_flag``: a raising StopFlag
+    whose peers are the ranks (:meth:`World.share_stops`); a stop signal taken on any rank
+    stops every rank before the gather (see :meth:`World.settle_stop`, and ``final``).
     """
     started = time.perf_counter()
-    pieces = [(first, compute_band(first, count))
-              for first, count in rank_bands(height, world.size, world.rank, bands_per_rank)]
+    pieces = []
+    try:
+        for first, count in rank_bands(height, world.size, world.rank, bands_per_rank):
+            pieces.append((first, compute_band(first, count)))
+    except SignalExit:
+        if stop_flag is None:
+            raise
+    if stop_flag is not None:
+        world.settle_stop(stop_flag, final)
     seconds = world.allreduce_max(time.perf_counter() - started)
     layouts = world.comm.gather([(first, {name: (array.dtype.str, array.shape)
                                           for name, array in piece.items()})
@@ -83,6 +94,7 @@ def describe_bands(world: World, height: int, bands_per_rank: int | None = None)
 def mandelbrot_distributed(world: World, *, device: str | None, quiet: bool, repeat: int,
                            want_smooth: bool, bands_per_rank: int | None = None,
                            notify: Callable[[str], None] | None = None,
+                           stop_flag: Any = None,
                            **params: Any) -> tuple[Any, Any, Any, list | None]:
     """``oclsci mandelbrot`` over the ranks of ``world``: rows shared out, gathered on rank 0.
 
@@ -96,15 +108,19 @@ def mandelbrot_distributed(world: World, *, device: str | None, quiet: bool, rep
     wall time of computing and gathering); on the other ranks ``result`` and ``timings`` are
     None.
     Unless ``quiet``, rank 0 passes the ranks' device lines to ``notify``;
-    :func:`describe_bands` says how the rows were shared out.
+    :func:`describe_bands` says how the rows were shared out. ``stop_flag``: the raising
+    StopFlag around the call; a stop signal to any rank then stops them all (rank 0 raises
+    SignalExit, the others exit with 128 + N), and once the images are computed one only
+    waits for the outputs.
     """
     return world.run_guarded(_mandelbrot_distributed, world, device=device,
                              notify=None if quiet else notify, repeat=repeat,
-                             want_smooth=want_smooth, bands_per_rank=bands_per_rank, **params)
+                             want_smooth=want_smooth, bands_per_rank=bands_per_rank,
+                             stop_flag=stop_flag, **params)
 
 
 def _mandelbrot_distributed(world: World, *, device, notify, repeat, want_smooth,
-                            bands_per_rank, **params):
+                            bands_per_rank, stop_flag, **params):
     bands_per_rank = resolve_bands_per_rank(bands_per_rank)
     compute = world.open_device(device, notify)
     height = int(params["height"])
@@ -113,7 +129,7 @@ def _mandelbrot_distributed(world: World, *, device, notify, repeat, want_smooth
                                                                **params)
                                      for first, count in bands})
     result, timings = None, []
-    for _ in range(repeat):
+    for repeat_index in range(repeat):
         times = {"kernel": 0.0, "total": 0.0}
 
         def band(first: int, count: int, times: dict = times) -> dict:
@@ -126,9 +142,12 @@ def _mandelbrot_distributed(world: World, *, device, notify, repeat, want_smooth
             return arrays
 
         result = full = None  # the last image goes before the next is gathered
-        world.comm.Barrier()
+        world.wait_for_all()
         started = time.perf_counter()
-        full, _ = gather_bands(world, height, band, bands_per_rank)
+        if stop_flag is not None:
+            world.share_stops(stop_flag)
+        full, _ = gather_bands(world, height, band, bands_per_rank, stop_flag,
+                               final=repeat_index == repeat - 1)
         wall = time.perf_counter() - started
         kernel = world.allreduce_max(times["kernel"])
         total = world.allreduce_max(times["total"])

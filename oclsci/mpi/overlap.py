@@ -287,7 +287,7 @@ class OverlappedSlab:
         """The sum of ``value`` over ranks."""
         return self.world.allreduce_sum(value)
 
-    def agree(self, stop: bool, launches: int) -> tuple[bool, int]:
+    def agree(self, stop: int, launches: int) -> tuple[int, int]:
         """A stop request on any rank stops all; the next poll comes at the smallest chunk.
         On a stop, the last exchange's sends are completed (MPI wants them done before it
         finalises; their rows have arrived, the neighbours waited for them)."""

@@ -233,6 +233,8 @@ def _distributed(world: World, read_rhs, device, notify, tol, max_cycles, method
     rows = scatter_rows(world, rhs, solver.rows, shape[1], solver.dtype)
     result = world.agree(lambda: solver.solve(rows, tol, max_cycles=max_cycles,
                                               should_stop=agreed_stop))
+    if stop_flag is not None:  # the cycles are done: a signal now only waits for the outputs
+        stop_flag.work_done()
     x = gather_rows(world, result.x, shape)
     seconds = world.allreduce_max(result.device_seconds)
     if not world.is_root:

@@ -238,7 +238,7 @@ class SlabHalo:
         """The sum of ``value`` over ranks."""
         return self.world.allreduce_sum(value)
 
-    def agree(self, stop: bool, launches: int) -> tuple[bool, int]:
+    def agree(self, stop: int, launches: int) -> tuple[int, int]:
         """A stop request on any rank stops all; the next poll comes at the smallest chunk."""
         return self.world.agree_stop(stop, launches)
 

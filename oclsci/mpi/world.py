@@ -11,26 +11,30 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from oclsci.errors import InputError, OclsciError, first_line
+from oclsci.errors import EXIT_USAGE, InputError, OclsciError, first_line
 from oclsci.runtime.binding import node_name, visible_gpus
 from oclsci.runtime.device import create_context, node_local_rank
-from oclsci.runtime.signals import helper_threads_blocked
+from oclsci.runtime.launcher import (  # noqa: F401 - public here too
+    PRESENCE_VARIABLES,
+    SIZE_VARIABLES,
+    launcher_world_size,
+    wants_mpi,
+)
+from oclsci.runtime.signals import SignalExit, active_flag, helper_threads_blocked
 from oclsci.runtime.streams import wait_until_read
 
-# Launcher variables holding the number of ranks, in order of trust.
-SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "MV2_COMM_WORLD_SIZE",
-                  "SLURM_STEP_NUM_TASKS")
-# Variables that mean "started by an MPI launcher" without giving the size.
-PRESENCE_VARIABLES = ("PMIX_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK")
 # Largest message sent in one piece (mpi4py and MPI-3 libraries count in int).
 MAX_MESSAGE_BYTES = 1 << 30
-TAG_HALO, TAG_SCATTER, TAG_GATHER = 61, 62, 63
+TAG_HALO, TAG_SCATTER, TAG_GATHER, TAG_STOP = 61, 62, 63, 64
+# How often a rank waiting for the others looks at signals (seconds, growing to the second).
+WAIT_POLL_SECONDS = (1e-4, 0.02)
 # How long an aborting rank waits for its launcher to read its error line.
 ABORT_DRAIN_SECONDS = 5.0
 
@@ -45,30 +49,6 @@ class RankError(OclsciError):
 
 # --------------------------------------------------------------------------------------------
 # Finding the world
-
-
-def launcher_world_size(environ: dict[str, str] | None = None) -> int | None:
-    """The number of ranks a launcher announces: an int, 0 when it is unknown, else None."""
-    environ = os.environ if environ is None else environ
-    for name in SIZE_VARIABLES:
-        value = environ.get(name, "").strip()
-        if value.isdigit():
-            return int(value)
-    if any(name in environ for name in PRESENCE_VARIABLES):
-        return 0
-    return None
-
-
-def wants_mpi(environ: dict[str, str] | None = None) -> bool:
-    """True when mpi4py must be imported: OCLSCI_MPI=1, or a launcher announced > 1 rank."""
-    environ = os.environ if environ is None else environ
-    setting = environ.get("OCLSCI_MPI", "").strip().lower()
-    if setting in ("0", "no", "off", "false"):
-        return False
-    if setting in ("1", "yes", "on", "true"):
-        return True
-    size = launcher_world_size(environ)
-    return size is not None and size != 1
 
 
 _WORLD: Any = False  # not looked for yet
@@ -154,7 +134,30 @@ def exit_code_of(error: BaseException) -> int:
 
 def one_line(error: BaseException) -> str:
     """``error`` as the one line the CLI prints for it."""
+    if isinstance(error, SignalExit):
+        return f"stopped by {error}; no output written"
     return first_line(error, with_type=not isinstance(error, OclsciError))
+
+
+def agree_on_command(args: list[str]) -> None:
+    """Under MPI, check that every rank runs the same command line ``args`` (collective,
+    once at start): ranks running different commands or options would wait for each other
+    forever. A difference is an error on every rank (exit 2), told once by rank 0."""
+    world = mpi_world()
+    if world is None:
+        return
+    stop = world.wait_for_all()
+    everyone = world.comm.allgather(list(args))
+    if stop is not None:
+        raise stop
+    ours = everyone[0]
+    for rank, theirs in enumerate(everyone):
+        if theirs != ours:
+            error = InputError(
+                f"the ranks run different commands: rank {rank} `oclsci {' '.join(theirs)}`, "
+                f"rank 0 `oclsci {' '.join(ours)}`; start every rank with the same command")
+            error.exit_code = EXIT_USAGE
+            raise _agreed(error if world.is_root else SystemExit(EXIT_USAGE))
 
 
 def _agreed(error: BaseException) -> BaseException:
@@ -229,7 +232,64 @@ class World:
 
     def bcast(self, value: Any) -> Any:
         """Rank 0's ``value`` on every rank."""
-        return self.comm.bcast(value, root=0)
+        stop = self.wait_for_all()
+        value = self.comm.bcast(value, root=0)
+        if stop is not None:
+            raise stop
+        return value
+
+    def wait_for_all(self) -> SignalExit | None:
+        """Wait until every rank gets here (collective), acting on stop signals meanwhile.
+
+        Inside a :class:`~oclsci.runtime.signals.StopFlag` a stop signal is collected (the
+        computation acts on it at its next poll); outside one it is returned, once all
+        ranks are here, for the caller to raise. A rank that waited for another in a blocking
+        MPI call would leave the signal pending, unseen, until the other came.
+        """
+        request = self.comm.Ibarrier()
+        pause, longest = WAIT_POLL_SECONDS
+        stop = None
+        while True:
+            try:
+                while not request.Test():
+                    flag = active_flag()
+                    if flag is not None:
+                        flag.collect()
+                    time.sleep(pause)
+                    pause = min(2 * pause, longest)
+                return stop
+            except SignalExit as caught:  # Python's handler, outside a StopFlag
+                stop = stop or caught
+
+    def share_stops(self, flag: Any) -> None:
+        """Make the other ranks ``flag``'s peers (a StopFlag): a stop signal taken on one rank
+        is announced to every other, which takes it at its next poll (see
+        :meth:`settle_stop`). A signal ``flag`` holds already is announced now."""
+        flag.peers = StopPeers(self)
+        flag.report_late = self.is_root
+        if flag.signum and not flag.late:
+            flag.peers.announce(flag.signum)
+
+    def settle_stop(self, flag: Any, final: bool = True) -> None:
+        """After a computation whose ranks poll ``flag`` (see :meth:`share_stops`): agree
+        whether any rank stopped (collective). If one did, every rank raises: rank 0
+        :class:`SignalExit` for the signal, the others ``SystemExit`` with the same code.
+        Otherwise the computation is complete on every rank and, when ``final``, a signal
+        from now on only waits for the outputs."""
+        self.wait_for_all()
+        peers = flag.peers
+        mine = flag.signum if flag.signum and not flag.late else 0
+        signum = int(self.comm.allreduce(int(mine), op=self.MPI.MAX))
+        announcers = int(self.comm.allreduce(int(bool(peers is not None and peers.sent)),
+                                             op=self.MPI.SUM))
+        if peers is not None:
+            peers.drain(announcers)
+        if signum:
+            flag.stopping()
+            raise _agreed(SignalExit(signum) if self.is_root
+                          else SystemExit(128 + signum))
+        if final:
+            flag.work_done()
 
     def allreduce_sum(self, value: float) -> float:
         """The sum of ``value`` over ranks."""
@@ -239,12 +299,14 @@ class World:
         """The largest ``value`` over ranks."""
         return self.comm.allreduce(float(value), op=self.MPI.MAX)
 
-    def agree_stop(self, stop: bool, launches: int) -> tuple[bool, int]:
-        """In one reduction: whether any rank asks to stop, and the smallest chunk proposed."""
-        mine = np.array([-int(bool(stop)), int(launches)], dtype=np.int64)
+    def agree_stop(self, stop: int, launches: int) -> tuple[int, int]:
+        """In one reduction: the stop request of the ranks (the largest signal number taken,
+        1 for a request without one, 0 when none asks to stop), and the smallest chunk
+        proposed."""
+        mine = np.array([-int(stop or 0), int(launches)], dtype=np.int64)
         agreed = np.empty_like(mine)
         self.comm.Allreduce(mine, agreed, op=self.MPI.MIN)
-        return bool(agreed[0]), int(agreed[1])
+        return -int(agreed[0]), int(agreed[1])
 
     def agree(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``function`` on every rank; if it failed on any, fail on every rank.
@@ -256,8 +318,11 @@ class World:
         error = None
         try:
             result = function(*args, **kwargs)
-        except Exception as caught:  # noqa: BLE001 - reported collectively below
+        except (Exception, SignalExit) as caught:  # noqa: BLE001 - reported collectively below
             error, result = caught, None
+        stop = self.wait_for_all()
+        if error is None and stop is not None:
+            error = stop
         status = None if error is None else (exit_code_of(error), one_line(error))
         statuses = self.comm.allgather(status)
         failed = [(rank, status) for rank, status in enumerate(statuses) if status is not None]
@@ -310,3 +375,37 @@ class World:
             self.comm.Recv(flat[start:start + MAX_MESSAGE_BYTES], source=source, tag=tag)
         return out
 
+
+class StopPeers:
+    """The other ranks of a :class:`World`, as the ``peers`` of a StopFlag: a stop signal
+    taken on one rank is sent to every other, and each polls for it between its launches."""
+
+    def __init__(self, world: World):
+        self.world = world
+        self.sent: list = []  # this rank's send requests, when it announced
+        self.taken = 0  # announcements received
+
+    def announce(self, signum: int) -> None:
+        """Send ``signum`` to every other rank (non-blocking)."""
+        comm = self.world.comm
+        self.sent = [comm.isend(int(signum), dest=rank, tag=TAG_STOP)
+                     for rank in range(self.world.size) if rank != self.world.rank]
+
+    def received(self) -> int | None:
+        """A signal number another rank announced, if one has arrived."""
+        comm = self.world.comm
+        if not comm.Iprobe(source=self.world.MPI.ANY_SOURCE, tag=TAG_STOP):
+            return None
+        self.taken += 1
+        return int(comm.recv(source=self.world.MPI.ANY_SOURCE, tag=TAG_STOP))
+
+    def drain(self, announcers: int) -> None:
+        """Receive the announcements not yet taken (``announcers`` ranks sent one each to
+        every other) and complete this rank's sends, so that none is left when MPI ends."""
+        expected = announcers - (1 if self.sent else 0)
+        comm = self.world.comm
+        for _ in range(expected - self.taken):
+            comm.recv(source=self.world.MPI.ANY_SOURCE, tag=TAG_STOP)
+        self.taken = expected
+        self.world.MPI.Request.waitall(self.sent)
+        self.sent = []

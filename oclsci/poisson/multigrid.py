@@ -16,16 +16,19 @@ halo is any object with the methods that :class:`SlabHalo` lists.
 from __future__ import annotations
 
 import functools
+import numbers
 from typing import Any, Protocol
 
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import InputError, Interrupted
+from oclsci.errors import ArgumentTypeError, Interrupted, InvalidArgumentError
 from oclsci.poisson.hierarchy import COARSEST_CELLS, Level
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.launch import Launch
+from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
 
 TEMPLATE = "poisson/multigrid"
 KERNEL_PREFIX = "poisson_multigrid_"  # + the operation: the template's kernels' names
@@ -37,8 +40,8 @@ JACOBI_WEIGHT = 0.8
 GPU_LOCAL, CPU_LOCAL = (32, 4), (64, 1)
 GPU_DOT_GROUP, CPU_DOT_GROUP = 256, 16
 GROUPS_PER_UNIT = 8
-# Grids of this many cells or more wait for the device and poll between the finest level's
-# steps, so that a stop signal is acted on within a step, not a whole cycle.
+# Under MPI, grids of this many cells or more poll (collectively) twice a cycle, so that a stop
+# signal is acted on within a cycle; on one device every grid polls by time (_StopPoll).
 POLL_INSIDE_CELLS = 1 << 22
 
 
@@ -63,23 +66,42 @@ class SlabHalo(Protocol):
 def stopped(answer: Any, where: str) -> Interrupted:
     """The error for a true answer of ``should_stop()``: exit code 128 + the answer when it
     is a signal's number, else 1."""
-    code = 128 + answer if type(answer) is int else 1
-    return Interrupted(f"stopped by a signal {where}; no output written", exit_code=code)
+    code = stop_exit_code(answer)
+    signum = code - EXIT_SIGNAL_BASE if code > EXIT_SIGNAL_BASE else None
+    by = signal_name(signum) if signum else "a stop request"
+    return Interrupted(f"stopped by {by} {where}; no output written", exit_code=code,
+                       signum=signum)
 
 
 class _StopPoll:
     """The poll a recorded cycle calls between the finest level's steps; it holds the queue and
-    ``should_stop``, not the :class:`Multigrid`, so that a plan makes no reference cycle."""
+    ``should_stop``, not the :class:`Multigrid`, so that a plan makes no reference cycle.
 
-    def __init__(self, queue: Any):
-        self.queue, self.should_stop = queue, None
+    On one device (``paced``) it is called after every finest-level sweep and polls by time,
+    whatever the grid's size: a :class:`~oclsci.runtime.pacing.Pacer` keeps the host a
+    fraction of a second of device work ahead and the poll comes at each of its waits. Under
+    MPI the poll is collective: every rank polls at every call, after waiting for its queue.
+    """
+
+    def __init__(self, queue: Any, paced: bool):
+        self.queue, self.should_stop, self.paced = queue, None, paced
+        self._pacer = Pacer(in_flight=1)
+        self._calls = 0
 
     def __call__(self) -> None:
-        if self.should_stop is not None:
+        if self.should_stop is None:
+            return
+        if self.paced:
+            self._calls += 1
+            if self._calls < self._pacer.launches():
+                return
+            self._pacer.submitted(cl.enqueue_marker(self.queue), self._calls)
+            self._calls = 0
+        else:
             self.queue.finish()
-            answer = self.should_stop()
-            if answer:
-                raise stopped(answer, "during a cycle")
+        answer = self.should_stop()
+        if answer:
+            raise stopped(answer, "during a cycle")
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -87,13 +109,21 @@ def _round_up(value: int, multiple: int) -> int:
 
 
 def check_cycle(cycle: str, pre: int, post: int, smoother: str) -> None:
-    """Refuse a cycle that :class:`Multigrid` cannot run, with a one-line :class:`InputError`."""
-    if cycle not in CYCLES:
-        raise InputError(f"cycle must be one of {', '.join(CYCLES)}, got {cycle!r}")
-    if smoother not in SMOOTHERS:
-        raise InputError(f"smoother must be one of {', '.join(SMOOTHERS)}, got {smoother!r}")
+    """Refuse a cycle that :class:`Multigrid` cannot run, with a one-line
+    :class:`~oclsci.errors.InvalidArgumentError` (a bad value) or
+    :class:`~oclsci.errors.ArgumentTypeError` (sweeps that are not integers)."""
+    if not isinstance(cycle, str) or cycle not in CYCLES:
+        raise InvalidArgumentError(f"cycle must be one of {', '.join(CYCLES)}, got {cycle!r}")
+    if not isinstance(smoother, str) or smoother not in SMOOTHERS:
+        raise InvalidArgumentError(f"smoother must be one of {', '.join(SMOOTHERS)}, got "
+                                   f"{smoother!r}")
+    for sweeps in (pre, post):
+        if isinstance(sweeps, (bool, np.bool_)) or not isinstance(sweeps, numbers.Integral):
+            raise ArgumentTypeError(f"smoothing sweeps must be integers, got "
+                                    f"{type(sweeps).__name__} {sweeps!r}")
     if pre < 0 or post < 0 or pre + post == 0:
-        raise InputError(f"smoothing sweeps must be >= 0 and not both 0, got {pre}, {post}")
+        raise InvalidArgumentError(f"smoothing sweeps must be >= 0 and not both 0, got {pre}, "
+                                   f"{post}")
 
 
 class Multigrid:
@@ -127,7 +157,7 @@ class Multigrid:
         self._recording: list | None = None
         self.first_event: Any = None  # of the immediate launches since reset (timing)
         self.last_event: Any = None
-        self._stop_poll = _StopPoll(compute.queue)
+        self._stop_poll = _StopPoll(compute.queue, paced=halo is None)
         self._plans: dict[tuple, tuple] = {}
         self.kernels = {name: programs.get_kernel(compute, TEMPLATE, name=KERNEL_PREFIX + name,
                                                   **self._params)
@@ -295,7 +325,9 @@ class Multigrid:
         data, shape = self._data[index], self._shape(index)
         m, n = int(shape[0]), int(shape[1])
         coefficients = (data["rows"], data["cols"])
-        for _ in range(sweeps):
+        for sweep in range(sweeps):
+            if sweep and index == 0 and self.halo is None:
+                self._host_step(self._stop_poll)
             if self.smoother == "rbgs":
                 for colour in (0, 1):
                     self._exchange(u, index)

@@ -20,6 +20,7 @@ or when ``should_stop()`` answers true (:class:`~oclsci.errors.Interrupted`; a
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,11 +28,18 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.errors import InputError
-from oclsci.jacobi.checks import check_dtype, check_fits, extremes_finite, validate_grid
+from oclsci.errors import ArgumentTypeError, InputError, InvalidArgumentError
+from oclsci.jacobi.checks import (
+    check_dtype,
+    check_fits,
+    check_shape,
+    extremes_finite,
+    validate_grid,
+)
 from oclsci.poisson.hierarchy import build_levels
 from oclsci.poisson.multigrid import POLL_INSIDE_CELLS, Multigrid, check_cycle, stopped
 from oclsci.runtime.device import ComputeContext, as_compute_context
+from oclsci.runtime.memory import check_memory
 
 METHODS = ("multigrid", "cg", "jacobi")
 DEFAULT_TOL = 1e-6
@@ -75,13 +83,22 @@ class PoissonResult:
 
 def check_options(tol: float, max_cycles: int, method: str, cycle: str = "V", pre: int = 2,
                   post: int = 2, smoother: str = "rbgs") -> None:
-    """Refuse options that :func:`solve` cannot use, with a one-line :class:`InputError`."""
-    if not (isinstance(tol, (int, float)) and math.isfinite(tol) and tol > 0):
-        raise InputError(f"tol must be a positive number, got {tol!r}")
-    if not (isinstance(max_cycles, (int, np.integer)) and max_cycles >= 1):
-        raise InputError(f"max_cycles must be a whole number >= 1, got {max_cycles!r}")
+    """Refuse options that :func:`solve` cannot use, with a one-line
+    :class:`~oclsci.errors.InvalidArgumentError` (a bad value) or
+    :class:`~oclsci.errors.ArgumentTypeError` (an argument of the wrong type), both
+    :class:`InputError` as the command prints them."""
+    if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real):
+        raise ArgumentTypeError(f"tol must be a positive number, got {tol!r}")
+    if not (math.isfinite(tol) and tol > 0):
+        raise InvalidArgumentError(f"tol must be a positive number, got {tol!r}")
+    if isinstance(max_cycles, (bool, np.bool_)) or not isinstance(max_cycles, numbers.Integral):
+        raise ArgumentTypeError(f"max_cycles must be a whole number >= 1, got {max_cycles!r}")
+    if max_cycles < 1:
+        raise InvalidArgumentError(f"max_cycles must be a whole number >= 1, got {max_cycles!r}")
+    if not isinstance(method, str):
+        raise ArgumentTypeError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if method not in METHODS:
-        raise InputError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+        raise InvalidArgumentError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     check_cycle(cycle, pre, post, smoother)
 
 
@@ -175,6 +192,18 @@ def _jacobi(compute: ComputeContext, rhs: np.ndarray, dtype: np.dtype,
     return solver.read(), seconds, source, f"Jacobi, kernel {solver.config.describe()}"
 
 
+def _check_memory(compute: ComputeContext, dtype: np.dtype, rows: int, n: int, grids: int,
+                  what: str) -> None:
+    """Refuse, before the levels (host arrays) and buffers are made, a solve whose ``grids``
+    finest-level buffers of ``rows`` x ``n`` (with two ghost rows) do not fit the device, or
+    whose host arrays do not fit the host: three grids (the right-hand side in ``dtype``, its
+    padded upload and the solution) and the levels' per-axis data."""
+    cells = (rows + 2) * n
+    compute_bytes = grids * cells * dtype.itemsize
+    host_bytes = 3 * cells * dtype.itemsize + 128 * (rows + n)
+    check_memory(compute, compute_bytes, what, host_bytes=host_bytes)
+
+
 class PoissonSolver:
     """Buffers and kernels of one grid shape, method and dtype, for :meth:`solve` on one or
     many right-hand sides; everything on the device is made here, before the first solve.
@@ -183,30 +212,36 @@ class PoissonSolver:
     (``dtype`` None: float64 where the device has it, else float32). ``halo``: this rank's
     slabs under MPI (:class:`oclsci.mpi.poisson.PoissonHalo`, made for
     ``build_levels(shape)``); :meth:`solve` then takes and returns this rank's rows and every
-    rank calls it together.
+    rank calls it together. ``shape``: (rows, columns), positive integers. Bad arguments,
+    and a problem too large for the device's or the host's memory, raise
+    :class:`~oclsci.errors.InvalidArgumentError` or :class:`~oclsci.errors.ArgumentTypeError`
+    before anything is made.
     """
 
     def __init__(self, compute: ComputeContext, shape: tuple[int, int], *,
                  method: str = "multigrid", dtype: Any = None, cycle: str = "V",
                  pre: int = 2, post: int = 2, smoother: str = "rbgs", halo: Any = None):
         check_options(DEFAULT_TOL, 1, method, cycle, pre, post, smoother)
-        self.compute, self.method, self.shape = compute, method, tuple(shape)
+        self.compute, self.method, self.shape = compute, method, check_shape(shape, "shape")
         if dtype is None:
             dtype = np.float64 if compute.supports_fp64 else np.float32
         self.dtype = compute.check_dtype(check_dtype(dtype))
         self.halo = halo
         self.mg: Multigrid | None = None
+        if method == "jacobi" and halo is not None:
+            raise InvalidArgumentError("--method jacobi does not run over MPI ranks here: use "
+                                       "`oclsci jacobi --tol`, which does")
+        m, n = self.shape
+        what = f"a {method} solve of {m} x {n}"
+        vectors = 2 + (1 if method == "multigrid" else 6)  # f, x and the work vectors
+        _check_memory(compute, self.dtype, m if halo is None else halo.rows(0)[1], n,
+                      3 if method == "jacobi" else vectors + 1, what)
         if method == "jacobi":
-            if halo is not None:
-                raise InputError("--method jacobi does not run over MPI ranks here: use "
-                                 "`oclsci jacobi --tol`, which does")
             return
         self.mg = Multigrid(compute, build_levels(self.shape), self.dtype, cycle=cycle,
                             pre=pre, post=post, smoother=smoother, halo=halo)
-        vectors = 2 + (1 if method == "multigrid" else 6)  # f, x and the work vectors
         compute.check_allocation(self.mg.device_bytes() + vectors * self.mg.size(0)
-                                 * self.dtype.itemsize,
-                                 f"a {method} solve of {shape[0]} x {shape[1]}")
+                                 * self.dtype.itemsize, what)
         self._f, self._x = self.mg.vector(), self.mg.vector()
         self._work = [self.mg.vector() for _ in range(vectors - 2)]
 
@@ -222,8 +257,8 @@ class PoissonSolver:
         values = validate_grid(rhs, "the right-hand side")
         expected = (self.rows[1], self.shape[1])
         if values.shape != expected:
-            raise InputError(f"the right-hand side has shape {values.shape}, this solver "
-                             f"takes {expected}")
+            raise InvalidArgumentError(f"the right-hand side has shape {values.shape}, this "
+                                       f"solver takes {expected}")
         check_fits(values, self.dtype, "the right-hand side")
         host = np.ascontiguousarray(values, dtype=self.dtype)
         # Jacobi's residual falls slowly on large grids: only the cycles' stalls end a run.
@@ -235,7 +270,7 @@ class PoissonSolver:
         else:
             mg = self.mg
             big = self.shape[0] * self.shape[1] >= POLL_INSIDE_CELLS
-            mg.should_stop = should_stop if big else None
+            mg.should_stop = should_stop if big or self.halo is None else None
             mg.upload(self._f, host)
             squares = mg.dot(self._f, self._f)
             scale = math.sqrt(squares) or 1.0

@@ -20,9 +20,13 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import ArgumentTypeError, DeviceError, NoPlatformError
+from oclsci.errors import ArgumentTypeError, DeviceError, DeviceMemoryError, NoPlatformError
 from oclsci.runtime.binding import bind_gpu, node_name, opencl_index
-from oclsci.runtime.health import check_before_build, empty_platform_reason
+from oclsci.runtime.health import (
+    check_before_build,
+    disable_unusable_pyopencl_cache,
+    empty_platform_reason,
+)
 from oclsci.runtime.icd import register_pip_runtimes
 from oclsci.runtime.timing import Stopwatch
 
@@ -297,6 +301,7 @@ class ComputeContext:
     def __init__(self, platform_index: int, device_index: int, *, chosen_by: str = ""):
         platform = get_platforms()[platform_index]
         check_before_build(platform)
+        disable_unusable_pyopencl_cache()  # before any kernel is built or called
         self.device = platform.get_devices()[device_index]
         self.platform = platform
         self.spec = f"{platform_index}:{device_index}"
@@ -363,14 +368,15 @@ class ComputeContext:
         return dtype
 
     def check_allocation(self, nbytes: int, what: str) -> None:
-        """Refuse, before any work, buffers that cannot fit in the device's memory."""
+        """Refuse, before any work, buffers that cannot fit in the device's memory
+        (:class:`~oclsci.errors.DeviceMemoryError`, an InvalidArgumentError)."""
         if nbytes > self.device.global_mem_size:
-            raise DeviceError(
+            raise DeviceMemoryError(
                 f"{what} needs {nbytes / 2**30:.2f} GiB but device {self.spec} ({self.name}) has "
                 f"{self.device.global_mem_size / 2**30:.2f} GiB of global memory"
             )
         if nbytes // 2 > self.device.max_mem_alloc_size:
-            raise DeviceError(
+            raise DeviceMemoryError(
                 f"{what} needs buffers of up to {nbytes / 2 / 2**30:.2f} GiB but device "
                 f"{self.spec} allows {self.device.max_mem_alloc_size / 2**30:.2f} GiB per buffer"
             )

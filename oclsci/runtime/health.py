@@ -4,6 +4,8 @@ PoCL, the CPU platform, needs a writable kernel cache folder: when it cannot cre
 it, PoCL registers its platform with no device at all (so that the user would otherwise read
 "no OpenCL platform found"), and when the folder's file system is full its LLVM aborts the
 process while building a kernel. These checks name the folder and what is wrong with it.
+PyOpenCL's own caches (under ``$XDG_CACHE_HOME``) are turned off, with a warning, where their
+folder cannot be written: PyOpenCL would otherwise fail with a traceback.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
-from oclsci.errors import DeviceError
+from oclsci.errors import NoPlatformError, OclsciWarning
 from oclsci.runtime.cachedir import cache_home
 
 POCL_PLATFORM_NAME = "portable computing language"
@@ -41,6 +44,8 @@ def pocl_cache_problem(environ: dict[str, str] | None = None,
     """What keeps PoCL from using its kernel cache folder, in words, or None if it is usable."""
     min_free_bytes = POCL_MIN_FREE_BYTES if min_free_bytes is None else min_free_bytes
     folder = pocl_cache_dir(environ)
+    if folder.exists() and not folder.is_dir():
+        return f"PoCL's kernel cache folder {folder} is not usable (a file, not a folder)"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
@@ -73,8 +78,58 @@ def empty_platform_reason(platform: Any) -> str:
 
 
 def check_before_build(platform: Any) -> None:
-    """Raise :class:`DeviceError` when ``platform`` cannot build kernels (PoCL's cache)."""
+    """Raise :class:`NoPlatformError` (exit 69, as when PoCL lists no device for the same
+    reason) when ``platform`` cannot build kernels (PoCL's cache)."""
     if is_pocl(platform):
         problem = pocl_cache_problem()
         if problem:
-            raise DeviceError(cache_advice(problem))
+            raise NoPlatformError(cache_advice(problem))
+
+
+def _unwritable(folder: Path) -> str | None:
+    """Why files cannot be made in ``folder`` (made when missing, as PyOpenCL makes it), in
+    words, or None; nothing is created to find out."""
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is a file, not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):  # EROFS too, for root
+        return f"{probe} is not writable"
+    return None
+
+
+def pyopencl_cache_problem() -> str | None:
+    """What keeps PyOpenCL from keeping its caches (pytools' under ``$XDG_CACHE_HOME/pytools``,
+    its compiler's under ``$XDG_CACHE_HOME/pyopencl``), in words, or None if they are usable."""
+    import platformdirs  # PyOpenCL's and pytools' way of finding the folders
+
+    for name in ("pytools", "pyopencl"):
+        folder = Path(platformdirs.user_cache_dir(name, name))
+        reason = _unwritable(folder)
+        if reason:
+            return f"PyOpenCL's cache folder {folder} is not usable ({reason})"
+    return None
+
+
+def disable_unusable_pyopencl_cache() -> bool:
+    """Run PyOpenCL without its caches, with one :class:`OclsciWarning`, where their folder
+    cannot be written (PyOpenCL would fail with a traceback at the first kernel call).
+    Returns True when the caches were turned off here.
+
+    PyOpenCL reads ``PYOPENCL_NO_CACHE`` once, when it is imported, into
+    ``pyopencl._PYOPENCL_NO_CACHE``, which its program builds and kernel invokers read when
+    they run: both are set, before any kernel is built or called.
+    """
+    import pyopencl
+
+    if getattr(pyopencl, "_PYOPENCL_NO_CACHE", False):
+        return False  # turned off already (PYOPENCL_NO_CACHE=1, or an earlier call)
+    problem = pyopencl_cache_problem()
+    if problem is None:
+        return False
+    os.environ["PYOPENCL_NO_CACHE"] = "1"
+    pyopencl._PYOPENCL_NO_CACHE = True
+    warnings.warn(f"{problem}: running without PyOpenCL's caches (set XDG_CACHE_HOME to a "
+                  "writable folder to keep them)", OclsciWarning, stacklevel=2)
+    return True

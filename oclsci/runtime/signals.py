@@ -1,40 +1,56 @@
 """Signals: the one place that decides what SIGTERM, SIGUSR1, SIGINT and SIGHUP do.
 
-Two regimes, whatever the terminal:
+Three regimes, whatever the terminal:
 
-- Outside a computation (reading inputs, writing outputs) a signal raises :class:`SignalExit`
-  in the main thread at once; atomic writers remove their temporary file on the way out and
-  the CLI exits with 128 + the signal's number.
+- Outside a computation (reading inputs, start-up) a signal raises :class:`SignalExit` in the
+  main thread at once, and the CLI exits with 128 + the signal's number.
 - During a computation (``with StopFlag() as stop:``) the stop signals are blocked in the main
   thread and collected by polling ``stop()`` at the host's synchronisation points (see
   :mod:`oclsci.runtime.pacing`). Threads that OpenCL drivers start inside the block inherit
   the mask, so no driver thread takes the signal, and PoCL's LLVM, which installs its own
   handlers while it compiles (and drops SIGUSR1), never sees one: a signal sent during a
   kernel build stays pending and is acted on as soon as the build ends.
+- Once the work is done (:meth:`StopFlag.work_done`) and while outputs are written
+  (:func:`held`, used by every atomic writer), a stop signal is held until the writes end;
+  the outputs are then complete, the run ends as it would have (exit 0) and a warning says
+  which signal came. A signal never costs the steps already done.
 
 The first stop signal wins: once one is taken, the others are ignored until the process ends,
-so that a second SIGTERM cannot interrupt the checkpoint that the first one asked for.
+so that a second SIGTERM cannot interrupt the checkpoint that the first one asked for. Signals
+that arrive between two polls (a few milliseconds apart) count as arriving together: the one
+taken is then the first of :data:`STOP_SIGNALS` (SIGTERM, SIGUSR1, SIGINT, SIGHUP), since the
+kernel keeps no order among pending signals.
+
+A stop signal that the process inherited as ignored (``nohup`` ignores SIGHUP) stays ignored.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import threading
+import warnings
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
+
+from oclsci.errors import OclsciWarning
 
 EXIT_SIGNAL_BASE = 128
 
 # Slurm sends SIGUSR1 (--signal) or SIGTERM before its time limit; SIGINT is Ctrl-C; SIGHUP:
-# the terminal went away. Outside a computation each ends the run at once.
+# the terminal went away. In this order when several are pending at one poll.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)
 EXIT_SIGNALS = STOP_SIGNALS
-# Blocked in the threads that NumPy's BLAS starts (install_exit_handlers). SIGHUP is not: the
-# main thread blocks it only inside a StopFlag, which tells a test when a computation began.
-_HELPER_THREADS_BLOCK = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
+# Signals that a thread raises against itself: never blocked.
+_SYNCHRONOUS = {getattr(signal, name) for name in
+                ("SIGSEGV", "SIGBUS", "SIGFPE", "SIGILL", "SIGTRAP", "SIGABRT", "SIGSYS")
+                if hasattr(signal, name)}
 
 # sigtimedwait and pthread_sigmask are POSIX; elsewhere (Windows) handlers alone are used.
 _CAN_BLOCK = hasattr(signal, "pthread_sigmask") and hasattr(signal, "sigtimedwait")
+# Every asynchronous signal: the threads of libraries (NumPy's BLAS, MPI) take none of them.
+_HELPER_THREADS_BLOCK = (sorted(set(signal.valid_signals()) - _SYNCHRONOUS) if _CAN_BLOCK
+                         else [])
 
 
 class SignalExit(BaseException):
@@ -56,16 +72,35 @@ def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
-def ignore_stop_signals() -> None:
-    """Ignore every stop signal from now on (the first one has been taken)."""
-    for signum in EXIT_SIGNALS:
-        _install(signum, signal.SIG_IGN)
+def stop_exit_code(answer: Any) -> int:
+    """The exit code for a true answer of a ``should_stop()`` poll: 128 + N when the answer is
+    a signal's number N (a :class:`StopFlag` answers so), else 1."""
+    if isinstance(answer, int) and not isinstance(answer, bool) and \
+            answer in set(signal.valid_signals()):
+        return EXIT_SIGNAL_BASE + int(answer)
+    return 1
 
 
+# Set by install_exit_handlers: this process is oclsci's command, which ends once its work is
+# written, so that a StopFlag whose work is done leaves the stop signals ignored.
+_ENDS_AFTER_WORK = False
+# Stop signals inherited as ignored (nohup): oclsci leaves them ignored.
+_INHERITED_IGNORED: set[int] = set()
 # The handlers oclsci put in place last, by signal: reclaim() puts them back.
 _OURS: dict[int, Any] = {}
 # StopFlags in use, innermost last.
 _ACTIVE: list[StopFlag] = []
+
+
+def honoured_signals() -> tuple[int, ...]:
+    """The stop signals oclsci acts on: :data:`STOP_SIGNALS` less those inherited as ignored."""
+    return tuple(signum for signum in STOP_SIGNALS if signum not in _INHERITED_IGNORED)
+
+
+def ignore_stop_signals() -> None:
+    """Ignore every stop signal from now on (the first one has been taken)."""
+    for signum in honoured_signals():
+        _install(signum, signal.SIG_IGN)
 
 
 def _raise_signal_exit(signum: int, frame: object) -> None:
@@ -81,11 +116,17 @@ def _install(signum: int, handler: Any) -> Any:
 def install_exit_handlers() -> None:
     """Make each exit signal raise :class:`SignalExit` in the main thread (CLI start-up).
 
-    Call it before NumPy is imported: NumPy's BLAS threads are then started with the stop
-    signals blocked, so that the kernel delivers every stop signal to the main thread, even
-    while a :class:`StopFlag` blocks them there (they then wait for its poll).
+    A stop signal inherited as ignored stays ignored. Call this before NumPy is imported:
+    NumPy's BLAS threads are then started with the signals blocked, so that the kernel
+    delivers every stop signal to the main thread, even while a :class:`StopFlag` blocks
+    them there (they then wait for its poll).
     """
-    for signum in EXIT_SIGNALS:
+    global _ENDS_AFTER_WORK
+    _ENDS_AFTER_WORK = True
+    for signum in STOP_SIGNALS:
+        if signum not in _OURS and signal.getsignal(signum) == signal.SIG_IGN:
+            _INHERITED_IGNORED.add(signum)
+    for signum in honoured_signals():
         _install(signum, _raise_signal_exit)
     with helper_threads_blocked():
         import numpy  # noqa: F401 - starts the BLAS threads, which inherit this mask
@@ -93,11 +134,12 @@ def install_exit_handlers() -> None:
 
 @contextlib.contextmanager
 def helper_threads_blocked() -> Iterator[None]:
-    """Block the stop signals in the main thread while the block runs, so that the threads
-    it starts (NumPy's BLAS, MPI's progress and launcher threads) inherit the mask and every
-    stop signal goes to the main thread. Without it, a thread of MPI could take a SIGTERM
+    """Block every asynchronous signal in the main thread while the block runs, so that the
+    threads it starts (NumPy's BLAS, MPI's progress and launcher threads) inherit the mask and
+    every signal goes to the main thread. Without it, a thread of MPI could take a SIGTERM
     while PoCL's LLVM compiles, and LLVM's own handler would delete the compiler's temporary
-    files under it (seen: a kernel build failing on one rank)."""
+    files under it (seen: a kernel build failing on one rank), and a SIGHUP taken by a BLAS
+    thread would wait for the main thread's next Python instruction."""
     if not _CAN_BLOCK:
         yield
         return
@@ -127,20 +169,46 @@ def poll() -> None:
         _ACTIVE[-1]()
 
 
+def active_flag() -> StopFlag | None:
+    """The innermost :class:`StopFlag` in use, if any."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+class Peers(Protocol):
+    """Other processes of one run (MPI ranks) that share its stop requests."""
+
+    def announce(self, signum: int) -> None:
+        """Tell the others that this process took ``signum``."""
+
+    def received(self) -> int | None:
+        """A stop signal another process took and announced, if one came."""
+
+
 class StopFlag:
     """Collects stop signals during a computation; ``stop()`` polls and says if one came.
 
     Use as a context manager around everything that builds kernels and enqueues work. It is
     polled at host synchronisation points: by its owner, and by :func:`poll` (the pacer calls
-    it at every wait). :attr:`signum` tells which signal arrived. With ``raising=True`` a poll
-    that finds a signal raises :class:`SignalExit` (for runs with nothing to save).
+    it at every wait). A poll returns the signal's number (true) or 0; :attr:`signum` tells
+    which signal arrived. With ``raising=True`` a poll that finds a signal raises
+    :class:`SignalExit` (for runs with nothing to save). ``peers`` (MPI ranks) share stop
+    requests: one taken here is announced to them, and one they announce is taken here.
+
+    Once :meth:`work_done` is called, a signal no longer stops anything: it is held until the
+    block ends, which then warns that it came (the outputs are written first).
     """
 
-    def __init__(self, raising: bool = False) -> None:
+    def __init__(self, raising: bool = False, peers: Peers | None = None) -> None:
         self.raising = raising
+        self.peers = peers
         self.signum: int | None = None
+        self.origin = ""  # " on another rank" when a peer took the signal
+        self.late = False  # the signal came after work_done()
+        self.report_late = True  # warn at the end of the block when it did (False: MPI ranks > 0)
+        self._done = False
+        self._signals: tuple[int, ...] = ()
         self._previous: dict[int, Any] = {}
-        self._blocked = False
+        self._mask: set[int] | None = None
         self._active = False
         self._stopping = False
 
@@ -149,18 +217,43 @@ class StopFlag:
         """Name of the signal received, if any."""
         return None if self.signum is None else signal_name(self.signum)
 
-    def __call__(self) -> bool:
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number (0 when none came)."""
+        return 0 if self.signum is None else EXIT_SIGNAL_BASE + self.signum
+
+    def __call__(self) -> int:
+        self.collect()
+        if self.raising and self.signum is not None and not self._done:
+            raise SignalExit(self.signum)
+        return self.signum or 0
+
+    def collect(self) -> int:
+        """Poll without raising: take a pending stop signal (or a peer's), return its number
+        or 0."""
         if self.signum is None and self._active:
             # A driver may have put its own handlers in place (LLVM does when it compiles):
             # take them back, then collect what is pending.
             reclaim_handlers()
-            if self._blocked:
-                taken = signal.sigtimedwait(STOP_SIGNALS, 0)
-                if taken is not None:
-                    self._take(taken.si_signo)
-            if self.raising and self.signum is not None:
-                raise SignalExit(self.signum)
-        return self.signum is not None
+            if self._mask is not None:
+                pending = signal.sigpending()
+                for signum in self._signals:  # several at once: the first in STOP_SIGNALS
+                    if signum in pending and signal.sigtimedwait((signum,), 0) is not None:
+                        self._take(signum)
+                        break
+            if self.signum is None and self.peers is not None and not self._done:
+                announced = self.peers.received()
+                if announced:
+                    self._take(announced, origin=" on another rank")
+        return self.signum or 0
+
+    def work_done(self) -> None:
+        """The computation is complete: from now on a stop signal is only held (and reported
+        at the block's end), so that the outputs are written in full. One collected before
+        and not yet acted on (it came after the last poll) is held alike."""
+        self._done = True
+        if self.signum is not None:
+            self.late = True
 
     def stopping(self) -> None:
         """The computation stops on a stop request, this process's or (MPI) another rank's:
@@ -170,26 +263,29 @@ class StopFlag:
         self._stopping = True
         ignore_stop_signals()
 
-    def _take(self, signum: int) -> None:
+    def _take(self, signum: int, origin: str = "") -> None:
         if self.signum is None:
-            self.signum = signum
+            self.signum, self.origin, self.late = int(signum), origin, self._done
             ignore_stop_signals()
+            if self.peers is not None and not origin and not self._done:
+                self.peers.announce(signum)
 
     def _handle(self, signum: int, frame: object) -> None:
         self._take(signum)
 
     def _install_handlers(self) -> None:
-        for signum in STOP_SIGNALS:
-            if signal.getsignal(signum) != signal.SIG_IGN:
-                self._previous[signum] = _install(signum, self._handle)
+        for signum in self._signals:
+            self._previous[signum] = _install(signum, self._handle)
 
     def __enter__(self) -> StopFlag:
+        # Signals ignored now (inherited so, or after an earlier stop) stay ignored.
+        self._signals = tuple(signum for signum in honoured_signals()
+                              if signal.getsignal(signum) != signal.SIG_IGN)
         _ACTIVE.append(self)
         self._active = True
         self._install_handlers()
         if _CAN_BLOCK:
-            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-            self._blocked = True
+            self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, self._signals)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -197,14 +293,36 @@ class StopFlag:
         self()  # collect a signal that came after the last poll
         self._active = False
         _ACTIVE.remove(self)
-        if self._blocked:
+        if self._mask is not None:
             # Nothing stop-related is pending now (taken above, or discarded as ignored).
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-            self._blocked = False
-        if self.signum is None and not self._stopping:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+            self._mask = None
+        if self._done and _ENDS_AFTER_WORK and not _ACTIVE:
+            # The command's work is done and written: what is left (its summary) ends soon.
+            ignore_stop_signals()
+        elif self.signum is None and not self._stopping:
             for signum, handler in self._previous.items():
                 if handler is not None:  # None: set from C, cannot be put back from Python
                     _install(signum, handler)
         self._previous.clear()
-        if raising and self.signum is not None and not exc[0]:
+        outer = active_flag()
+        if self.signum is not None and outer is not None:
+            outer._take(self.signum, self.origin)  # the enclosing block acts on it
+        elif self.late and self.report_late and not exc[0]:
+            warnings.warn(f"{self.signal_name}{self.origin} came after the work was done; "
+                          "the outputs were written first", OclsciWarning, stacklevel=2)
+        if raising and self.signum is not None and not self._done and not exc[0]:
             raise SignalExit(self.signum)
+
+
+@contextlib.contextmanager
+def held() -> Iterator[StopFlag | None]:
+    """Hold stop signals while the block runs (an output being written): the block finishes,
+    then the signal is acted on by the enclosing :class:`StopFlag`, or else reported as a
+    warning; the run ends as if it had come after the writes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield None  # handlers and their signals belong to the main thread
+        return
+    with StopFlag() as flag:
+        flag.work_done()
+        yield flag

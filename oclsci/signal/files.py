@@ -28,19 +28,25 @@ from oclsci.io import (
 OUTPUT_SUFFIXES = (".npy", ".csv", ".png")
 
 
-def read_samples(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """``(times, values)`` as float64 from a .npy (2, N)/(N, 2) array or a two-column text file."""
+def read_samples(path: str | os.PathLike, *, normalize: bool = False,
+                 precenter: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``(times, values)`` as float64 from a .npy (2, N)/(N, 2) array or a two-column text file.
+
+    A (2, 2) array is refused as ambiguous (rows or columns?). With ``normalize`` (and
+    ``precenter``), values whose mean square is zero are refused: nothing to divide by.
+    """
     path = existing_file(path)
-    if path.suffix.lower() == ".npy":
-        array = read_npy(path)
-    else:
-        array = _read_text(path)
+    text = path.suffix.lower() != ".npy"
+    array = _read_text(path) if text else read_npy(path)
     if array.dtype.kind not in "fiub":
         raise InputError(f"{path}: expected real numbers, got dtype {array.dtype}")
     if array.ndim != 2 or 2 not in array.shape:
         raise InputError(f"{path}: expected shape (2, N) or (N, 2) (time, value), "
                          f"got {array.shape}")
-    columns = array if array.shape[0] == 2 else array.T
+    if not text and array.shape == (2, 2):
+        raise InputError(f"{path}: shape (2, 2) is ambiguous: (time, value) rows or columns? "
+                         "Give the two samples as a two-column text file (time, value)")
+    columns = array.T if text or array.shape[0] != 2 else array  # a text file's are columns
     times, values = (np.ascontiguousarray(c, dtype=np.float64) for c in columns)
     if times.size == 0:
         raise InputError(f"{path}: no samples")
@@ -49,6 +55,11 @@ def read_samples(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
         if bad.size:
             raise InputError(f"{path}: {bad.size} NaN or infinite {name} (first at sample "
                              f"{bad[0]})")
+    if normalize and not np.any(values - values[0] if precenter else values):
+        what = (f"every value is {values[0]:g}, which --precenter makes zero" if precenter
+                else "every value is zero")
+        raise InputError(f"{path}: {what}: --normalize cannot divide by their mean square "
+                         "(the periodogram would be NaN)")
     return times, values
 
 
@@ -110,9 +121,11 @@ def parse_freqs(spec: str | None, path: str | None) -> np.ndarray:
     return np.linspace(low, high, count)
 
 
-def check_output(path: str | None) -> Path | None:
-    """Refuse, before any work, an output of unknown type or in a missing folder."""
-    checked = check_output_path(path, OUTPUT_SUFFIXES)
+def check_output(path: str | None,
+                 inputs: dict[str, str | os.PathLike | None] | None = None) -> Path | None:
+    """Refuse, before any work, an output of unknown type, in a missing folder, or naming one
+    of ``inputs`` (how the user named each input -> its path, e.g. ``{"INPUT": ...}``)."""
+    checked = check_output_path(path, OUTPUT_SUFFIXES, inputs)
     if checked is not None and checked.suffix.lower() == ".png":
         require_matplotlib("a .png output")
     return checked

@@ -22,10 +22,11 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from oclsci.errors import InputError, Interrupted
+from oclsci.errors import InputError, Interrupted, OclsciWarning
 from oclsci.jacobi.checks import check_dtype
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
+from oclsci.runtime.signals import stop_exit_code
 from oclsci.runtime.timing import event_seconds
 
 # The seed's tuning steps as kernel configurations (docs/lombscargle.md); "auto" is the default.
@@ -133,6 +134,11 @@ def float32_bound(x: Any, freqs: Any, fast_math: bool = False) -> float:
                   * np.max(np.abs(np.asarray(freqs, np.float64))))
     bound = 16 * eps * max(1.0, phase) + 1e-5
     return bound + (2.0**-9 if fast_math else 0.0)
+
+
+class ZeroValuesWarning(OclsciWarning, RuntimeWarning):
+    """y is zero everywhere, so the normalized periodogram is NaN (SciPy warns too, with a
+    RuntimeWarning); the command line shows it as one ``oclsci: warning:`` line."""
 
 
 @dataclass
@@ -276,12 +282,12 @@ class Periodogram:
             stop = should_stop() if should_stop is not None and first < self.f_count else None
             if stop:
                 # should_stop() may answer the signal's number: exit code 128 + N.
-                code = 128 + stop if type(stop) is int else 1
                 raise Interrupted(f"stopped by a signal after {first} of {self.f_count} "
-                                  "frequencies; no output written", exit_code=code)
+                                  "frequencies; no output written",
+                                  exit_code=stop_exit_code(stop))
         if self.normalize and np.isinf(self.scale):
             warnings.warn("y is zero everywhere: the normalized periodogram is NaN",
-                          RuntimeWarning, stacklevel=2)
+                          ZeroValuesWarning, stacklevel=2)
             self._pgram_padded.fill(np.nan)
         self.timings = PeriodogramTimings(
             device, time.perf_counter() - wall, launches,

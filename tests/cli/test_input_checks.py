@@ -1,5 +1,6 @@
 """Issue 13, inputs and options: resume state, image values, ranges, exit codes, PoCL's cache,
-the tuning cache, the Python API's argument errors and device variables.
+the tuning cache, the Python API's argument errors and device variables; issue 33: large,
+multi-page and gray+alpha images, PyOpenCL's cache, folders and inputs named as outputs.
 
 Every test here failed on the main branch before the fixes (findings 7-12, 14, 16-18).
 """
@@ -16,7 +17,7 @@ import zlib
 
 import numpy as np
 import pytest
-from conftest import REPO_ROOT, assert_one_line_error, run_cli, start_cli
+from conftest import DEVICE_SPECS, REPO_ROOT, assert_one_line_error, run_cli, start_cli
 from PIL import Image
 from signal_helpers import time_limit
 
@@ -27,6 +28,7 @@ from oclsci.errors import (
     InputError,
     InvalidArgumentError,
     NonFiniteResultError,
+    NoPlatformError,
 )
 from oclsci.io import read_array
 from oclsci.jacobi.reference import jacobi_numpy
@@ -341,7 +343,6 @@ def test_full_pocl_cache_is_refused_before_building(monkeypatch, tmp_path):
     (["mandelbrot", "-o", "m.jpg"], "m.jpg"),
     (["mandelbrot", "--no-image", "--counts", "c.txt"], "c.txt"),
     (["mandelbrot", "-o", "missing/m.png"], "does not exist"),
-    (["mandelbrot", "-o", "folder.png"], "folder"),
     (["jacobi", "b.npy", "-o", "x.png", "--compare", "x.png"], "--compare"),
     (["jacobi", "b.npy", "-o", "x.png", "--compare", "./x.png"], "--compare"),
 ])
@@ -441,3 +442,173 @@ def test_first_line_is_one_non_empty_line(error, plain, typed):
 
     assert first_line(error) == plain
     assert first_line(error, with_type=True) == typed
+
+
+# -- Issue 33 (found on PoCL): images, caches and rough edges --------------------------------
+
+def _one_line(err: str, *fragments: str) -> str:
+    """The single ``oclsci: error:`` line of ``err``, holding every fragment."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oclsci: error:"), err
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def test_images_beyond_pillows_pixel_limit_are_read(tmp_path, monkeypatch):
+    """Pillow's decompression-bomb limit (here lowered to 10 pixels) is not oclsci's."""
+    stored = (np.arange(600) % 251).astype(np.uint8).reshape(20, 30)
+    for name in ("wide.png", "wide.tif"):
+        Image.fromarray(stored).save(tmp_path / name)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 10)
+    for name in ("wide.png", "wide.tif"):
+        np.testing.assert_array_equal(read_array(tmp_path / name), stored)
+    assert Image.MAX_IMAGE_PIXELS == 10  # restored after each read
+
+
+def test_images_too_large_for_memory_are_refused(tmp_path, monkeypatch):
+    Image.fromarray(np.zeros((20, 30), np.uint8)).save(tmp_path / "b.png")
+    monkeypatch.setattr("oclsci.runtime.memory.available_host_bytes",
+                        lambda: (5000, "MemAvailable"))
+    with pytest.raises(InputError, match=r"b\.png: a 30x20 image .* needs 5.86 KiB .* but "
+                                         r"4.88 KiB is available") as raised:
+        read_array(tmp_path / "b.png")
+    assert "\n" not in str(raised.value)
+
+
+def test_multi_page_tiff_and_gray_with_alpha_are_refused(tmp_path):
+    pages = [Image.fromarray(np.full((4, 5), value, np.uint8)) for value in (1, 2, 3)]
+    pages[0].save(tmp_path / "pages.tif", save_all=True, append_images=pages[1:])
+    Image.fromarray(np.zeros((4, 5), np.uint8)).convert("LA").save(tmp_path / "alpha.png")
+    with pytest.raises(InputError, match="pages.tif: holds 3 images"):
+        read_array(tmp_path / "pages.tif")
+    with pytest.raises(InputError, match="alpha.png: grayscale image with an alpha channel"):
+        read_array(tmp_path / "alpha.png")
+
+
+def test_oclsci_alone_prints_its_help(invoke_cli):
+    code, out, err = invoke_cli()
+    assert (code, err) == (0, "")
+    assert out.startswith("Usage: oclsci") and "jacobi" in out
+
+
+def test_checkpoint_every_without_checkpoint_is_refused(invoke_cli, tmp_path):
+    code, _, err = invoke_cli("jacobi", "-n", 2, "--checkpoint-every", 5, "-o",
+                              tmp_path / "x.npy")
+    assert code == 1
+    _one_line(err, "--checkpoint-every 5", "--checkpoint FILE.npz")
+    assert not (tmp_path / "x.npy").exists()
+
+
+def test_a_folder_for_a_file_is_a_usage_error_in_every_command(invoke_cli, tmp_path,
+                                                               monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder.npy").mkdir()
+    (tmp_path / "folder.png").mkdir()
+    (tmp_path / "in.csv").write_text("0,1\n1,0\n2,1\n")
+    np.save(tmp_path / "b.npy", np.ones((4, 5)))
+    for args in (["lombscargle", "folder.npy", "--freqs", "1:2:3"],
+                 ["lombscargle", "in.csv", "--freqs", "1:2:3", "-o", "folder.npy"],
+                 ["lombscargle", "in.csv", "--freqs-file", "folder.npy"],
+                 ["mandelbrot", "-o", "folder.png"],
+                 ["mandelbrot", "--no-image", "--counts", "folder.npy"],
+                 ["jacobi", "folder.npy"],
+                 ["jacobi", "b.npy", "-o", "folder.npy"],
+                 ["laplacian", "folder.npy", "-o", "x.npy"],
+                 ["poisson", "folder.npy"]):
+        code, _, err = invoke_cli(*args)
+        assert code == EXIT_USAGE, (args, err)
+        _one_line(err, "folder")
+
+
+def test_an_output_naming_the_input_is_refused(invoke_cli, tmp_path, monkeypatch):
+    from oclsci.io import check_inputs_kept
+    from oclsci.jacobi.job import JacobiJob, check_job
+    from oclsci.signal.files import check_output
+
+    monkeypatch.chdir(tmp_path)
+    np.save(tmp_path / "b.npy", np.ones((4, 5)))
+    before = (tmp_path / "b.npy").read_bytes()
+    for args in (["jacobi", "b.npy", "-n", 2, "-o", "b.npy"],
+                 ["jacobi", "b.npy", "-n", 2, "-o", tmp_path / "." / "b.npy"],
+                 ["laplacian", "b.npy", "-o", "b.npy"]):
+        code, _, err = invoke_cli(*args)
+        assert code == 1, (args, err)
+        _one_line(err, "--output names the input file")
+    assert (tmp_path / "b.npy").read_bytes() == before
+    (tmp_path / "s.csv").write_text("0,1\n1,0\n")
+    (tmp_path / "link.csv").hardlink_to(tmp_path / "s.csv")
+    with pytest.raises(InputError, match="link.csv: --output names the input file"):
+        check_output("link.csv", {"INPUT": "s.csv"})
+    (tmp_path / "c.npz").write_bytes(b"")
+    with pytest.raises(InputError, match="--resume"):
+        check_inputs_kept({"--resume": "c.npz"}, output="c.npz")
+    check_job(JacobiJob(resume="c.npz", checkpoint="c.npz"))  # goes on writing it: allowed
+
+
+def test_laplacian_errors_speak_of_the_image(invoke_cli, tmp_path):
+    np.save(tmp_path / "line.npy", np.ones(5))
+    code, _, err = invoke_cli("laplacian", tmp_path / "line.npy", "-o", tmp_path / "x.npy")
+    assert code == 1
+    assert "right-hand side" not in _one_line(err, "image", "line.npy", "2-D")
+
+
+def test_a_full_disk_is_said_so(tmp_path):
+    import errno
+
+    from oclsci.errors import OutputError
+    from oclsci.io import atomic_path
+
+    for error, said in ((OSError("106400 requested and 16352 written"),
+                         "disk full: only 16352 of 106400 bytes could be written"),
+                        (OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), "disk full: ")):
+        with pytest.raises(OutputError, match=f"out.npy: cannot write \\({said}"):
+            with atomic_path(tmp_path / "out.npy"):
+                raise error
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_pocl_cache_dir_naming_a_file_is_exit_69(tmp_path, monkeypatch):
+    from oclsci.runtime import health
+
+    (tmp_path / "file").write_text("")
+    problem = health.pocl_cache_problem({"POCL_CACHE_DIR": str(tmp_path / "file")})
+    assert "a file, not a folder" in problem and str(tmp_path / "file") in problem
+    pocl = [p for p in health_platforms() if health.is_pocl(p)]
+    if not pocl:
+        pytest.skip("PoCL is not installed")
+    monkeypatch.setenv("POCL_CACHE_DIR", str(tmp_path / "file"))
+    with pytest.raises(NoPlatformError, match="POCL_CACHE_DIR") as raised:
+        health.check_before_build(pocl[0])
+    assert raised.value.exit_code == EXIT_NO_PLATFORM
+
+
+def health_platforms() -> list:
+    """The OpenCL platforms, none when there is none."""
+    from oclsci.runtime.device import get_platforms
+
+    try:
+        return get_platforms()
+    except NoPlatformError:
+        return []
+
+
+def test_unwritable_pyopencl_cache_runs_without_it_with_one_warning(tmp_path):
+    """XDG_CACHE_HOME naming a file: PyOpenCL's caches are off, one warning, no traceback."""
+    from oclsci.runtime.health import pocl_cache_dir
+
+    if not DEVICE_SPECS:
+        pytest.skip("no OpenCL device: pip install 'oclsci[pocl]'")
+    (tmp_path / "a-file").write_text("")
+    env = {"XDG_CACHE_HOME": str(tmp_path / "a-file"), "PYOPENCL_NO_CACHE": "0",
+           "POCL_CACHE_DIR": str(pocl_cache_dir())}  # PoCL's usual cache: nothing to build
+    result = run_cli("jacobi", "-n", 3, "-o", "x.npy", "-q", "--device", DEVICE_SPECS[0],
+                     cwd=tmp_path, extra_env=env)
+    assert result.returncode == 0, result.stderr
+    # Warning lines only (oclsci's ICD folder, under XDG_CACHE_HOME too, may add one where
+    # Intel's runtime is pip-installed); one says PyOpenCL runs without its caches.
+    lines = result.stderr.strip().splitlines()
+    assert all(line.startswith("oclsci: warning:") for line in lines), result.stderr
+    about = [line for line in lines if "PyOpenCL's cache" in line]
+    assert len(about) == 1 and "a-file" in about[0], result.stderr
+    assert (tmp_path / "x.npy").exists()

@@ -113,3 +113,20 @@ def test_selftest_passes_under_oclgrind(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Oclgrind" in done.stdout.splitlines()[0]
     assert done.stdout.splitlines()[-1].startswith("selftest PASS: ")
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "missing-folder"])
+def test_unwritable_json_path_fails_before_the_checks(tmp_path, monkeypatch, invoke_cli, where):
+    """`--json PATH` that cannot be written is a one-line error before any device work, not
+    after the whole run (root writes anywhere: the path lies under a regular file)."""
+    import importlib
+
+    command = importlib.import_module("oclsci.cli.selftest")
+    monkeypatch.setattr(command, "create_context", lambda *args: pytest.fail("device work"))
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    path = (blocker if where == "under-a-file" else tmp_path / "missing") / "report.json"
+    code, out, err = invoke_cli("selftest", "--quick", "--json", path)
+    assert code != 0 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("oclsci: error:") and str(path) in lines[0]

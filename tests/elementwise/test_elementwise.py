@@ -9,7 +9,7 @@ import pytest
 from oclsci.cli import main
 from oclsci.elementwise.kernels import TYPE_NAMES, ElementwiseKernel, parse_params
 from oclsci.elementwise.ops import add, axpy, increment, multiply_them
-from oclsci.errors import DeviceError, InputError, KernelBuildError
+from oclsci.errors import DeviceError, InputError, InvalidArgumentError, KernelBuildError
 
 AXPY_LIKE = ElementwiseKernel("T a, T x, T y", "T z", "z = a * x + y", "axpy_like")
 
@@ -171,6 +171,21 @@ def test_bad_calls(any_compute):
         ElementwiseKernel("T a", "T b", "b = a", "scalar_only")(np.float32(1), device=any_compute)
     with pytest.raises(InputError, match="a NumPy or pyopencl array"):
         add([1, 2], [3, 4], device=any_compute)
+
+
+def test_read_only_array_written_is_refused_before_the_device(any_compute, monkeypatch):
+    """A read-only NumPy array to write (in place or as a given output) is a typed error
+    naming it, before any device work; read-only inputs are fine."""
+    frozen = np.ones(5, dtype=np.float32)
+    frozen.flags.writeable = False
+    monkeypatch.setattr(ElementwiseKernel, "_run", lambda *args: pytest.fail("device work"))
+    for call, name in ((lambda: increment(frozen, 1, device=any_compute), "'x'"),
+                       (lambda: axpy(2.0, frozen, frozen, device=any_compute), "'y'"),
+                       (lambda: add(frozen, frozen, frozen, device=any_compute), "'z'")):
+        with pytest.raises(InvalidArgumentError, match=f"{name} is written .* read-only"):
+            call()
+    monkeypatch.undo()
+    assert np.array_equal(add(frozen, frozen, device=any_compute), frozen + frozen)
 
 
 def test_float64_refused_without_fp64(any_compute, monkeypatch):

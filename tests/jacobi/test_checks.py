@@ -119,3 +119,19 @@ def test_the_padded_layout_survives_staged_blocks(any_compute, monkeypatch, stag
         cl.enqueue_copy(any_compute.copy_queue, got, buffer)
         assert np.array_equal(got, want)
     assert np.array_equal(solver.read(), want_x[1:-1, 1:14])
+
+
+def test_pyopencl_arrays_are_read_to_the_host(any_compute):
+    """oclsci.jacobi.jacobi takes a pyopencl array as the right-hand side and x0 (read to the
+    host), with the same result as from NumPy; not "got dtype object"."""
+    import pyopencl.array as cla
+
+    from oclsci.jacobi import jacobi
+    from oclsci.jacobi.reference import jacobi_numpy
+
+    rhs = np.random.default_rng(5).integers(-9, 9, (6, 7)).astype(np.float32)
+    on_device = cla.to_device(any_compute.queue, rhs)
+    assert validate_grid(on_device, "B").dtype == np.float32
+    got = jacobi(on_device, 5, x0=cla.zeros(any_compute.queue, rhs.shape, np.float32),
+                 device=any_compute, kernel="seed")
+    assert np.array_equal(got, jacobi_numpy(rhs, 5, x0=np.zeros_like(rhs)))

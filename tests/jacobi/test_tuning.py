@@ -350,3 +350,90 @@ def test_suited_kernels_include_auto(any_compute):
     suited = tuning.suited_kernels(any_compute)
     assert set(suited) <= set(KERNELS) and "seed" in suited
     assert tuning.auto_kernel(any_compute) in suited
+
+
+@pytest.mark.parametrize("where", ["under-a-file", "a-folder"])
+def test_tune_refuses_an_unwritable_cache_before_the_search(tmp_path, monkeypatch, invoke_cli,
+                                                             where):
+    """OCLSCI_TUNE_CACHE naming a path under a regular file (root writes anywhere) or a folder
+    fails at once with one line naming it, not after the search; --no-save does not check."""
+    import importlib
+
+    command = importlib.import_module("oclsci.cli.tune")
+    monkeypatch.setattr(command, "create_context", lambda *args, **kw: pytest.fail("searched"))
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    path = blocker / "more" / "tuning.json" if where == "under-a-file" else tmp_path
+    monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(path))
+    code, out, err = invoke_cli("tune", "--budget", "1")
+    assert code == 1 and out == ""
+    assert err.strip().splitlines() == [err.strip()] and str(path) in err
+    assert tuning_cache.check_writable(tmp_path / "new" / "folders" / "t.json") is not None
+    with pytest.raises(pytest.fail.Exception, match="searched"):
+        invoke_cli("tune", "--budget", "1", "--no-save")
+
+
+class FakeClock:
+    """A clock that moves only when told (tests never time anything)."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_search_budget_keeps_time_for_the_finalists():
+    from oclsci.jacobi.tuning.search import FINAL_SHARE, SearchBudget
+
+    clock = FakeClock()
+    budget = SearchBudget(10.0, clock)
+    budget.keep(100.0)  # more than FINAL_SHARE of the budget: capped
+    assert budget.reserve == FINAL_SHARE * 10.0
+    clock.now += 50  # the first candidate is screened whatever the time
+    assert budget.screen_next(0)
+    budget = SearchBudget(10.0, clock)
+    budget.keep(2.0)
+    started = clock.now
+    clock.now += 1.5  # a candidate took 1.5 s
+    budget.screened(started)
+    assert budget.screen_next(1)  # 1.5 + 1.5 <= 10 - 2
+    clock.now += 5.5  # 7 s spent: another 1.5 s would eat into the 2 s kept
+    assert not budget.screen_next(2)
+    # The re-timing shares what is left, 3 s: runs of 3 / (count x (repeats + 1)) s at most.
+    assert budget.final_seconds(2, wanted=0.3) == 0.3
+    assert budget.final_seconds(2, wanted=1.0, repeats=3) == pytest.approx(3 / 8)
+    assert budget.final_seconds(7, wanted=0.45, repeats=3) == pytest.approx(3 / 28)
+    clock.now += 10
+    assert budget.final_seconds(2, wanted=0.45) == 0.0
+    assert budget.elapsed() == pytest.approx(17)
+
+
+def test_tune_spends_its_budget_on_the_fake_clock(cache, any_compute, monkeypatch):
+    """With its budget gone after the first candidate, tune screens no other and does not
+    re-time (the screening's timing stands); with time to spare it re-times the finalists."""
+    from oclsci.jacobi.tuning import search
+
+    timings = []
+
+    def fake_time_per_step(solver, min_seconds, repeats=2, max_steps=0):
+        timings.append((solver.config, min_seconds, repeats))
+        clock.now += 1.0
+        return 1e-3 * (1 + len(timings))
+
+    monkeypatch.setattr(search, "time_per_step", fake_time_per_step)
+    configs = [KernelConfig("coalesced", {"rows_per_item": 2, "vector": 2}),
+               KernelConfig("coalesced", {"rows_per_item": 1, "vector": 2})]
+    clock = FakeClock()
+    report = tune(any_compute, (30, 41), np.float32, budget=0.5, configs=configs,
+                  min_seconds=0.01, clock=clock)
+    assert [t.status for t in report.trials] == ["ok"] and len(timings) == 1
+    assert report.best.seconds_per_step == 2e-3 and report.seconds == 1.0
+    timings.clear()
+    clock = FakeClock()
+    report = tune(any_compute, (30, 41), np.float32, budget=100, configs=configs,
+                  min_seconds=0.01, clock=clock)
+    assert [t.status for t in report.trials] == ["ok", "ok"]
+    assert [(config, repeats) for config, _, repeats in timings[2:]] == [
+        (configs[0], search.FINAL_REPEATS), (configs[1], search.FINAL_REPEATS)]
+    assert all(seconds == pytest.approx(0.03) for _, seconds, _ in timings[2:])

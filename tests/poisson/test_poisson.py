@@ -14,12 +14,13 @@ from conftest import DEVICE_SPECS, assert_one_line_error, run_cli, start_cli, to
 from mpi_launch import assert_ok, mpi_missing, run_oclsci
 from signal_helpers import finish, wait_until_computing
 
-from oclsci.errors import InputError, Interrupted
+from oclsci.errors import ArgumentTypeError, InputError, Interrupted, InvalidArgumentError
 from oclsci.jacobi.picture import builtin_picture
 from oclsci.jacobi.reference import laplacian
-from oclsci.poisson import solve, solve_numpy
+from oclsci.poisson import PoissonSolver, solve, solve_numpy
 from oclsci.poisson.hierarchy import Axis, Transfer, build_levels
 from oclsci.poisson.reference import cycle
+from oclsci.poisson.solve import check_options
 
 
 def laplacian_matrix(m: int, n: int) -> sparse.csr_matrix:
@@ -212,6 +213,50 @@ def test_bad_arguments_refused(any_compute, rhs, options, message):
         solve(rhs, device=any_compute, **options)
 
 
+@pytest.mark.parametrize("options, error", [
+    ({"tol": 0.0}, InvalidArgumentError), ({"tol": "1e-6"}, ArgumentTypeError),
+    ({"tol": True}, ArgumentTypeError), ({"max_cycles": 0}, InvalidArgumentError),
+    ({"max_cycles": 2.5}, ArgumentTypeError), ({"method": "sor"}, InvalidArgumentError),
+    ({"method": None}, ArgumentTypeError), ({"cycle": "W"}, InvalidArgumentError),
+    ({"smoother": "ilu"}, InvalidArgumentError), ({"pre": 0, "post": 0}, InvalidArgumentError),
+    ({"pre": 1.5}, ArgumentTypeError),
+])
+def test_bad_options_are_value_or_type_errors(options, error):
+    """As the Jacobi API's: InvalidArgumentError (a ValueError) or ArgumentTypeError (a
+    TypeError), both InputError for the command."""
+    arguments = {"tol": 1e-6, "max_cycles": 10, "method": "multigrid", "cycle": "V",
+                 "pre": 2, "post": 2, "smoother": "rbgs", **options}
+    with pytest.raises(error):
+        check_options(**arguments)
+
+
+@pytest.mark.parametrize("shape, error", [
+    ((4.5, 50), ArgumentTypeError), ((True, 5), ArgumentTypeError),
+    ((np.float64(8), 8), ArgumentTypeError), ((0, 5), InvalidArgumentError),
+    ((5,), InvalidArgumentError), (5, ArgumentTypeError),
+])
+def test_solver_shape_must_be_two_positive_integers(any_compute, shape, error):
+    with pytest.raises(error, match="shape"):
+        PoissonSolver(any_compute, shape)
+
+
+def test_solver_beyond_memory_is_refused_up_front(any_compute, monkeypatch):
+    """A raw MemoryError before; now one line naming the size and the memory, before the
+    levels (host arrays) are made."""
+    import importlib
+
+    from oclsci.runtime import memory
+
+    with pytest.raises(InvalidArgumentError, match="needs .* GiB"):
+        PoissonSolver(any_compute, (2**40, 2**40))
+    solve_module = importlib.import_module("oclsci.poisson.solve")
+    monkeypatch.setattr(solve_module, "build_levels", lambda shape: pytest.fail("levels made"))
+    monkeypatch.setattr(memory, "available_host_bytes", lambda: (2**20, "MemAvailable"))
+    with pytest.raises(InvalidArgumentError, match=r"512 x 512 needs \d.* of host memory but "
+                                                   r"1\.00 MiB is available \(MemAvailable\)"):
+        PoissonSolver(any_compute, (512, 512), dtype="float32")
+
+
 def test_should_stop_ends_the_solve(any_compute):
     calls = []
 
@@ -220,8 +265,10 @@ def test_should_stop_ends_the_solve(any_compute):
         return len(calls) >= 2
 
     rhs = np.random.default_rng(6).standard_normal((64, 64))
-    with pytest.raises(Interrupted, match="after 1 cycles"):
+    # The second poll: within the first cycle (every grid polls by time inside its cycles).
+    with pytest.raises(Interrupted, match="stopped by a stop request during a cycle") as caught:
         solve(rhs, 1e-14, device=any_compute, should_stop=should_stop)
+    assert caught.value.exit_code == 1  # a true answer that is no signal's number
 
 
 def test_stop_inside_a_cycle_on_large_grids(any_compute, monkeypatch):
@@ -416,7 +463,7 @@ def test_mpi_signal_to_one_rank_stops_every_rank(mpi_ready, tmp_path):
         process.kill()
     assert process.returncode == 128 + signal.SIGTERM, stderr
     errors = [line for line in stderr.splitlines() if line.startswith("oclsci: error:")]
-    assert len(errors) == 1 and "stopped by a signal" in errors[0], stderr
+    assert len(errors) == 1 and "stopped by SIGTERM" in errors[0], stderr
     assert "Traceback" not in stderr and not out.exists()
 
 

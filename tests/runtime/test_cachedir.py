@@ -1,11 +1,19 @@
-"""The per-user cache folder (oclsci.runtime.cachedir): XDG first, never a relative path."""
+"""The per-user cache folder (oclsci.runtime.cachedir): XDG first, never a relative path;
+PyOpenCL's caches under it turned off where they cannot be written."""
 
 from __future__ import annotations
 
+import os
 import tempfile
+import warnings
 from pathlib import Path
 
+import pyopencl
+import pytest
+
+from oclsci.errors import OclsciWarning
 from oclsci.runtime.cachedir import cache_home
+from oclsci.runtime.health import disable_unusable_pyopencl_cache, pyopencl_cache_problem
 
 
 def test_xdg_cache_home_first(tmp_path):
@@ -26,3 +34,21 @@ def test_no_home_gives_a_private_folder_under_the_temporary_folder(monkeypatch):
     assert folder.is_absolute() and folder.parent == Path(tempfile.gettempdir())
     assert folder.is_dir() and folder.stat().st_mode & 0o777 == 0o700
     assert cache_home({"HOME": ""}) == folder  # one per process
+
+
+def test_unwritable_pyopencl_cache_is_turned_off_with_one_warning(tmp_path, monkeypatch):
+    """Issue 33: XDG_CACHE_HOME naming a file, PyOpenCL runs without its caches."""
+    monkeypatch.setattr(pyopencl, "_PYOPENCL_NO_CACHE", False)
+    monkeypatch.setenv("PYOPENCL_NO_CACHE", "0")  # restored after the test, whatever is set
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert pyopencl_cache_problem() is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not disable_unusable_pyopencl_cache()
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "a-file"))
+    with pytest.warns(OclsciWarning, match="a-file is a file, not a folder"):
+        assert disable_unusable_pyopencl_cache()
+    assert pyopencl._PYOPENCL_NO_CACHE and os.environ["PYOPENCL_NO_CACHE"] == "1"
+    assert not disable_unusable_pyopencl_cache()  # once only
+    assert list(tmp_path.iterdir()) == [tmp_path / "a-file"]  # nothing made to find out

@@ -16,8 +16,9 @@ import pytest
 from conftest import DEVICE_SPECS, run_cli, start_cli, tool_missing
 from mpi_launch import assert_ok, mpi_missing, run_oclsci
 
-from oclsci.errors import InputError
+from oclsci.errors import InputError, OclsciWarning
 from oclsci.signal import VARIANTS, Periodogram, auto_variant, lombscargle, lombscargle_numpy
+from oclsci.signal.files import read_samples
 from oclsci.signal.lombscargle import float32_bound
 
 scipy_signal = pytest.importorskip("scipy.signal")
@@ -135,10 +136,34 @@ def test_repeated_times_constant_y_and_zero_frequency(any_compute):
 
 
 def test_zero_y_normalized_is_nan_with_a_warning(any_compute):
-    with pytest.warns(RuntimeWarning, match="zero everywhere"):
+    with pytest.warns(RuntimeWarning, match="zero everywhere") as warned:
         result = lombscargle(np.arange(4.0), np.zeros(4), np.array([1.0, 2.0]),
                              normalize=True, device=any_compute)
     assert np.isnan(result).all()
+    assert issubclass(warned[0].category, OclsciWarning)  # one line from the command
+
+
+# Issue 33: sample files that could be read two ways, or not normalized.
+
+def test_a_two_by_two_npy_is_ambiguous_a_two_line_text_is_not(tmp_path):
+    np.save(tmp_path / "square.npy", np.array([[1.0, 2.0], [3.0, 4.0]]))
+    with pytest.raises(InputError, match=r"square.npy: shape \(2, 2\) is ambiguous"):
+        read_samples(tmp_path / "square.npy")
+    (tmp_path / "two.csv").write_text("1, 2\n3, 4\n")  # two (time, value) lines
+    times, values = read_samples(tmp_path / "two.csv")
+    np.testing.assert_array_equal(times, [1.0, 3.0])
+    np.testing.assert_array_equal(values, [2.0, 4.0])
+
+
+def test_values_that_cannot_be_normalized_are_refused(tmp_path):
+    (tmp_path / "zero.csv").write_text("0, 0\n1, 0\n2, 0\n")
+    (tmp_path / "flat.csv").write_text("0, 0.1\n1, 0.1\n2, 0.1\n")
+    read_samples(tmp_path / "zero.csv")  # fine without --normalize
+    with pytest.raises(InputError, match="zero.csv: every value is zero: --normalize"):
+        read_samples(tmp_path / "zero.csv", normalize=True)
+    read_samples(tmp_path / "flat.csv", normalize=True)
+    with pytest.raises(InputError, match="flat.csv: every value is 0.1, which --precenter"):
+        read_samples(tmp_path / "flat.csv", normalize=True, precenter=True)
 
 
 def test_reference_is_scipy():

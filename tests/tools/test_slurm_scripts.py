@@ -98,3 +98,69 @@ def test_resubmits_as_many_nodes_as_the_job_had(stubbed, tmp_path):
         extra_env={"SLURM_JOB_NUM_NODES": "2", "STUB_NODES": "1"})
     assert rc == 0, log
     assert "--nodes=2" in sbatch and "--nodes=1" not in sbatch, sbatch
+
+
+def _run_common(tmp_path, body: str, **variables: str) -> subprocess.CompletedProcess:
+    """``body`` after sourcing slurm/common.sh and oclsci_setup, outside Slurm."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OCLSCI_ROOT": str(REPO_ROOT),
+           "OCLSCI_USE_GUIX": "no", "OCLSCI_PYTHON": sys.executable, **variables}
+    script = f'. "{REPO_ROOT}/slurm/common.sh" && oclsci_setup && {body}'
+    return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("index, message", [
+    ("-1", "OCLSCI_SWEEP_INDEX=-1: expected a non-negative integer"),
+    ("two", "OCLSCI_SWEEP_INDEX=two: expected a non-negative integer"),
+    ("99", "{sweep} has no case 99"),
+    (None, "OCLSCI_SWEEP_FILE={missing}: the file does not exist"),
+], ids=["negative", "word", "past-the-end", "missing-file"])
+def test_sweep_case_errors_are_one_line(tmp_path, index, message):
+    missing = tmp_path / "no-such-cases.txt"
+    variables = {"OCLSCI_SWEEP_INDEX": index} if index is not None else \
+        {"OCLSCI_SWEEP_FILE": str(missing)}
+    done = _run_common(tmp_path, 'oclsci_sweep_case && echo "case: $OCLSCI_CASE_ARGS"',
+                       **variables)
+    assert done.returncode == 1 and "case:" not in done.stdout, done
+    lines = done.stderr.strip().splitlines()
+    expected = "error: " + message.format(missing=missing,
+                                          sweep=REPO_ROOT / "slurm" / "sweep.txt")
+    assert len(lines) == 1 and expected in lines[0], lines
+
+
+def test_sweep_case_index_with_a_leading_zero(tmp_path):
+    """09 is case 9 (shell arithmetic would read an octal number, and fail)."""
+    cases = tmp_path / "cases.txt"
+    cases.write_text("# ten cases\n" + "".join(f"--case {k}\n\n" for k in range(10)))
+    done = _run_common(tmp_path, 'oclsci_sweep_case && echo "case: $OCLSCI_CASE_ARGS"',
+                       OCLSCI_SWEEP_INDEX="09", OCLSCI_SWEEP_FILE=str(cases))
+    assert done.returncode == 0 and "case: --case 9" in done.stdout, done
+
+
+def test_resume_hint_can_be_pasted_with_spaces_in_paths(tmp_path):
+    import shlex
+
+    folder = tmp_path / "it's a folder"
+    folder.mkdir()
+    (folder / "out.ckpt.npz").write_bytes(b"checkpoint")
+    done = _run_common(tmp_path, "oclsci_resubmit", OCLSCI_OUTPUT=str(folder / "out.npy"),
+                       OCLSCI_CHECKPOINT=str(folder / "out.ckpt.npz"))
+    assert done.returncode == 75, done
+    hint = done.stdout.split("resume with: ", 1)[1].strip()
+    assert hint.endswith(" sbatch ...")
+    assert shlex.split(hint.removesuffix(" sbatch ...")) == [
+        f"OCLSCI_RESUME={folder / 'out.ckpt.npz'}", f"OCLSCI_OUTPUT={folder / 'out.npy'}"]
+
+
+def test_task_does_not_create_a_missing_home(tmp_path):
+    """With Guix and no OCLSCI_GUIX_PROFILES, profiles go under ~/.cache: a HOME that is not
+    a folder is one line of error, never made by `mkdir -p`."""
+    home = tmp_path / "gone"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "TMPDIR": str(tmp_path),
+           "OCLSCI_ROOT": str(REPO_ROOT), "OCLSCI_USE_GUIX": "yes",
+           "OCLSCI_GUIX_VARIANT": "cpu"}
+    done = subprocess.run(["bash", str(REPO_ROOT / "slurm" / "task.sh"), "oclsci", "--version"],
+                          env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 1 and not home.exists(), done
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"HOME={home} is not a folder" in lines[0], lines

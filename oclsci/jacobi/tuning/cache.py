@@ -112,6 +112,28 @@ def save_entry(key: str, entry: dict, path: Path | None = None) -> Path | None:
     return path
 
 
+def check_writable(path: Path | None = None) -> Path | None:
+    """Refuse, before a search, a cache that :func:`save_entry` could not write, with a
+    one-line :class:`~oclsci.errors.OutputError` naming it: a folder, or a path whose nearest
+    existing folder is a file or not writable (missing folders are made when saving). Returns
+    the cache's path, or None when the cache is off."""
+    if path is None and cache_disabled():
+        return None
+    path = cache_path() if path is None else Path(path)
+    if path.is_dir():
+        raise OutputError(f"{path}: the tuning cache is a folder; name a file "
+                          "(OCLSCI_TUNE_CACHE=FOLDER/tuning.json)")
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent  # the folders that saving would make
+    if not existing.is_dir():
+        raise OutputError(f"{path}: cannot create its folder ({existing} is not a folder)")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"{path}: cannot write the tuning cache ({existing} is not "
+                          "writable)")
+    return path
+
+
 def make_entry(best: KernelConfig, kernels: dict[str, tuple[KernelConfig, float]],
                shape: tuple[int, int], seconds_per_step: float) -> dict:
     """A cache entry: the best configuration and the best of each kernel, with timings."""

@@ -33,6 +33,9 @@ from oclsci.runtime import programs
 # Steps of the exactness check: over two launches of the deepest kernel, and a remainder.
 CHECK_STEPS = 75
 REFERENCE = KernelConfig("coalesced", {"rows_per_item": 1, "vector": 1})
+# The finalists' re-timing: runs of FINAL_FACTOR x min_seconds, FINAL_REPEATS of them, within
+# at most FINAL_SHARE of the budget, kept back from the screening.
+FINAL_FACTOR, FINAL_REPEATS, FINAL_SHARE = 3, 3, 0.3
 
 
 @dataclass
@@ -187,19 +190,67 @@ def _copy(queue: Any, dst: Any, src: Any) -> None:
     cl.enqueue_copy(queue, dst, src)
 
 
+class SearchBudget:
+    """How :func:`tune` spends ``seconds`` of ``clock``, counted from this object's making:
+    the set-up, every candidate's build, check and timing, and the finalists' re-timing.
+
+    Seconds are kept for the re-timing (:meth:`keep`): a candidate is screened only while it
+    would end before them, as long as the longest candidate so far took (the first is always
+    screened, however long it takes); the re-timing then shares what is left.
+    """
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.perf_counter):
+        self.clock, self.seconds = clock, seconds
+        self.start = clock()
+        self.deadline = self.start + seconds
+        self.reserve = 0.0  # seconds kept for the re-timing
+        self.longest = 0.0  # seconds of the longest candidate so far
+
+    def keep(self, seconds: float) -> None:
+        """Keep ``seconds`` for the re-timing, :data:`FINAL_SHARE` of the budget at most."""
+        self.reserve = max(0.0, min(seconds, FINAL_SHARE * self.seconds))
+
+    def elapsed(self) -> float:
+        """Seconds since the search started."""
+        return self.clock() - self.start
+
+    def screen_next(self, screened: int) -> bool:
+        """Whether to screen another candidate, ``screened`` having been."""
+        if screened == 0:
+            return True
+        return self.clock() + self.longest <= self.deadline - self.reserve
+
+    def screened(self, started: float) -> None:
+        """Note a candidate that began at ``started`` (a reading of the clock) and has ended."""
+        self.longest = max(self.longest, self.clock() - started)
+
+    def final_seconds(self, count: int, wanted: float, repeats: int = FINAL_REPEATS) -> float:
+        """``min_seconds`` for each of ``count`` re-timings (``repeats`` runs each, and as much
+        again for the warm-up and the sizing runs): ``wanted``, or less so that they end by
+        the deadline; 0 when no time is left."""
+        left = self.deadline - self.clock()
+        if count <= 0 or left <= 0:
+            return 0.0
+        return min(wanted, left / (count * (repeats + 1)))
+
+
 def tune(compute: Any, shape: tuple[int, int] = (266, 400), dtype: Any = np.float32,
          budget: float = 30.0, kernels: tuple[str, ...] | None = None,
          rhs: np.ndarray | None = None, log: Callable[[str], None] | None = None,
          finalists: int = 3, configs: list[KernelConfig] | None = None,
-         min_seconds: float | None = None) -> TuneReport:
+         min_seconds: float | None = None,
+         clock: Callable[[], float] = time.perf_counter) -> TuneReport:
     """Search, within about ``budget`` seconds, the fastest exact configuration.
 
     Every candidate must give, after :data:`CHECK_STEPS` steps, the same bits as the plain
     coalesced kernel (itself checked against NumPy by the test suite); the ``finalists``
-    fastest are timed again, longer.
+    fastest (and the fastest of each kernel) are timed again, longer. The budget covers the
+    whole search (:class:`SearchBudget`, on ``clock``): the reference's set-up, each
+    candidate's build, check and timing, and the re-timing. It is exceeded only by a first
+    candidate slower than the budget, and on GPUs by the builds under way at its end (ahead,
+    in threads), which are waited for.
     """
-    start = time.perf_counter()
-    deadline = start + budget
+    spent = SearchBudget(budget, clock)
     dtype = compute.check_dtype(dtype)
     m, n = (int(v) for v in shape)
     if m < 1 or n < 1:
@@ -213,6 +264,9 @@ def tune(compute: Any, shape: tuple[int, int] = (266, 400), dtype: Any = np.floa
     facts = device_facts(compute)
     if min_seconds is None:
         min_seconds = 0.15 if compute.is_cpu else 0.04
+    # The re-timing: at most the finalists and the best of each other kernel.
+    most = min(len(configs), finalists + len({config.name for config in configs}) - 1)
+    spent.keep(most * (FINAL_REPEATS + 1) * FINAL_FACTOR * min_seconds)
 
     solver = JacobiSolver(compute, rhs, dtype=dtype, config=REFERENCE)
     queue, context = compute.queue, compute.context
@@ -245,8 +299,9 @@ def tune(compute: Any, shape: tuple[int, int] = (266, 400), dtype: Any = np.floa
 
     try:
         for index, config in enumerate(configs):
-            if time.perf_counter() > deadline and report.trials:
+            if not spent.screen_next(len(report.trials)):
                 break
+            started = spent.clock()
             prebuild(index + 16)
             trial = Trial(config, predicted=predict_seconds_per_step(config, (m, n), dtype,
                                                                      facts))
@@ -268,20 +323,24 @@ def tune(compute: Any, shape: tuple[int, int] = (266, 400), dtype: Any = np.floa
             except (KernelBuildError, InputError, cl.Error) as error:
                 trial.status = f"failed: {first_line(error)[:120]}"
                 log(f"  {config.describe()}: {trial.status}")
-        # The finalists again, longer: the screening runs are short and noisy.
+            finally:
+                spent.screened(started)
+        # The finalists again, longer: the screening runs are short and noisy. Within what
+        # is left of the budget: shorter runs, or none (the screening's timings stand).
         ok = sorted((t for t in report.trials if t.ok), key=lambda t: t.seconds_per_step)
         chosen = ok[:finalists]
         for trial in report.best_by_kernel().values():
             if trial not in chosen:
                 chosen.append(trial)
-        for trial in chosen:
+        final = spent.final_seconds(len(chosen), FINAL_FACTOR * min_seconds)
+        for trial in chosen if final > 0 else ():
             solver.reconfigure(trial.config)
             trial.seconds_per_step = min(trial.seconds_per_step,
-                                         time_per_step(solver, 3 * min_seconds, repeats=3))
+                                         time_per_step(solver, final, repeats=FINAL_REPEATS))
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    report.seconds = time.perf_counter() - start
+    report.seconds = spent.elapsed()
     return report
 
 
