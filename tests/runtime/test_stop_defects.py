@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from conftest import cli_command, start_cli
 from mpi_launch import launch_env, mpi_missing, mpiexec_command
-from signal_helpers import HANG, finish, wait_until_computing
+from signal_helpers import HANG, _mask, _wait_for, finish
 from test_stop_matrix import _rank_pids, _wait_until_ranks_compute
 
 from oclsci.jacobi.checkpoint import load_checkpoint
@@ -70,7 +70,7 @@ def test_a_signal_during_the_final_writes_costs_nothing(tmp_path):
 def test_lombscargle_ranks_stop_together_when_one_rank_is_signalled(tmp_path):
     times = np.sort(np.random.default_rng(2).uniform(0, 100, 2000))
     np.save(tmp_path / "ls.npy", np.stack([times, np.sin(times)]))
-    command = cli_command("lombscargle", tmp_path / "ls.npy", "--freqs", "0.01:10:400000000",
+    command = cli_command("lombscargle", tmp_path / "ls.npy", "--freqs", "0.01:10:40000000",
                           "-o", tmp_path / "p.npy",
                           launcher=[*mpiexec_command(), "-n", "2"])
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -143,7 +143,11 @@ def test_a_hangup_inherited_as_ignored_stays_ignored(tmp_path):
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
     try:
-        wait_until_computing(process)
+        def computing() -> bool:  # SIGTERM blocked by the StopFlag (SIGHUP, ignored, is not)
+            mask = _mask(process.pid, "SigBlk")
+            return bool(mask >> (signal.SIGTERM - 1) & 1) and not mask >> (signal.SIGWINCH - 1) & 1
+
+        _wait_for(process, computing, "its compute phase")
         process.send_signal(signal.SIGHUP)
         process.send_signal(signal.SIGTERM)
         code, stderr = finish(process)

@@ -43,7 +43,7 @@ def _commands(folder: Path, ranks: int) -> dict[str, list]:
         "poisson": ["poisson", folder / "b.npy", "--tol", "1e-30", *poisson, "-o", out],
         "mandelbrot": ["mandelbrot", "--width", 600, "--height", 400, "--maxiter", 3000,
                        "--repeat", 10**6, "--counts", out, "--no-image"],
-        "lombscargle": ["lombscargle", folder / "ls.npy", "--freqs", "0.01:10:400000000",
+        "lombscargle": ["lombscargle", folder / "ls.npy", "--freqs", "0.01:10:40000000",
                         "-o", out],
     }
 
