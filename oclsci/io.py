@@ -138,7 +138,11 @@ def _check_gray_image(path: Path, image: Any, decoded: bool = False) -> None:
                          "convert it first (e.g. `convert IN -colorspace Gray OUT.png`)")
     if decoded:
         return
-    frames = getattr(image, "n_frames", 1)
+    try:  # walks every page: Pillow fails in many ways (TypeError...) on a damaged later one
+        frames = getattr(image, "n_frames", 1)
+    except Exception as error:  # noqa: BLE001 - only Pillow's page walk is guarded here
+        raise InputError(f"{path}: not a readable image (damaged page list: "
+                         f"{first_line(error, with_type=True)})") from None
     if frames > 1:
         raise InputError(f"{path}: holds {frames} images (pages or frames); oclsci reads one: "
                          "extract it first (e.g. `convert 'IN[0]' OUT.png` for the first)")

@@ -39,8 +39,8 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     INPUT: a .npy array of shape (2, N) or (N, 2), or a two-column text/CSV file. Under
     mpiexec the frequencies are shared out over the ranks, with the same result.
     """
-    out_path = check_output(output)
-    times, values = read_samples(input_path)
+    out_path = check_output(output, {"INPUT": input_path, "--freqs-file": freqs_file})
+    times, values = read_samples(input_path, normalize=normalize, precenter=precenter)
     freqs = parse_freqs(freqs_spec, freqs_file)
     options = {"precenter": precenter, "normalize": normalize, "dtype": dtype,
                "fast_math": fast_math}

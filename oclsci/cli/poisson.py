@@ -66,7 +66,7 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
     --max-cycles) still writes its result and warns.
     """
     check_options(tol, max_cycles, method, cycle_kind, sweeps[0], sweeps[1], smoother)
-    check_output_path(output, OUTPUT_SUFFIXES)
+    check_output_path(output, OUTPUT_SUFFIXES, {"INPUT": input_path})
     options = dict(tol=tol, max_cycles=max_cycles, method=method, dtype=dtype, cycle=cycle_kind,
                    pre=sweeps[0], post=sweeps[1], smoother=smoother)
     world = mpi_world()  # None without MPI or in a world of one rank

@@ -72,7 +72,7 @@ def test_driver_runs_a_job_in_process(tmp_path, any_compute):
     outcome = run_job(job, progress=progress, notify=notes.append)
     np.testing.assert_array_equal(outcome.x, jacobi_numpy(rhs, 45))
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), outcome.x)
-    assert outcome.written == [job.output, job.checkpoint] and outcome.distribution is None
+    assert outcome.written == [job.checkpoint, job.output] and outcome.distribution is None
     assert load_checkpoint(job.checkpoint).iteration == outcome.result.iterations == 45
     assert notes == [outcome.compute.banner()] and bars == [(45, 0)]
 
