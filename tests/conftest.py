@@ -13,6 +13,7 @@ process of its own. Import the functions with ``from conftest import run_cli, st
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -42,6 +43,27 @@ def _device_specs() -> list[str]:
 
 
 DEVICE_SPECS = _device_specs()
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)
+
+
+def _let_children_start_with_default_signals() -> None:
+    """Make the commands the tests start see the stop signals as a shell's job would.
+
+    A runner that starts pytest under ``nohup`` (or with the signals ignored or blocked) passes
+    that on through exec, and oclsci honours an inherited SIG_IGN: the signal tests would then
+    wait for a signal that the command ignores. A Python handler is reset to the default on
+    exec, so this process keeps ignoring such a signal and its children do not; the tests of
+    the inherited case set it themselves (``preexec_fn``).
+    """
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    for signum in STOP_SIGNALS:
+        if signal.getsignal(signum) == signal.SIG_IGN or signum in blocked:
+            signal.signal(signum, lambda *_: None)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+_let_children_start_with_default_signals()
 
 
 def in_ci() -> bool:

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 HANG = 300.0  # seconds after which a process that should have acted is a failure
+AFTER_A_HANG = 30.0  # the wait once one process never got there: one cause, fail the rest fast
+_hung = False
 
 
 def _mask(pid: int, field: str) -> int:
@@ -28,7 +30,8 @@ def _mask(pid: int, field: str) -> int:
 
 
 def _wait_for(process: subprocess.Popen, ready, what: str, timeout: float = HANG) -> None:
-    deadline = time.monotonic() + timeout
+    global _hung
+    deadline = time.monotonic() + (min(timeout, AFTER_A_HANG) if _hung else timeout)
     while not ready():
         if process.poll() is not None:
             _, stderr = process.communicate()
@@ -36,6 +39,7 @@ def _wait_for(process: subprocess.Popen, ready, what: str, timeout: float = HANG
                                  f"{stderr}")
         if time.monotonic() > deadline:
             process.kill()
+            _hung = True
             raise AssertionError(f"process never reached {what}")
         time.sleep(0.02)
 
