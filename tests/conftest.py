@@ -23,6 +23,7 @@ import pytest
 
 from oclsci.cli import main
 from oclsci.errors import NoPlatformError
+from oclsci.runtime import signals
 from oclsci.runtime.device import create_context, get_platforms
 
 REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout: tests/ is one level down
@@ -51,10 +52,9 @@ def _let_children_start_with_default_signals() -> None:
     """Make the commands the tests start see the stop signals as a shell's job would.
 
     A runner that starts pytest under ``nohup`` (or with the signals ignored or blocked) passes
-    that on through exec, and oclsci honours an inherited SIG_IGN: the signal tests would then
-    wait for a signal that the command ignores. A Python handler is reset to the default on
-    exec, so this process keeps ignoring such a signal and its children do not; the tests of
-    the inherited case set it themselves (``preexec_fn``).
+    that on through exec, and oclsci keeps an inherited SIG_IGN of SIGHUP and SIGINT. A Python
+    handler is reset to the default on exec, so this process keeps ignoring such a signal and
+    its children do not; the tests of the inherited case set it themselves (``preexec_fn``).
     """
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, ())
     for signum in STOP_SIGNALS:
@@ -64,6 +64,24 @@ def _let_children_start_with_default_signals() -> None:
 
 
 _let_children_start_with_default_signals()
+
+
+@pytest.fixture(autouse=True)
+def _stop_signals_as_before():
+    """Undo what an in-process CLI run (:func:`invoke_cli`) leaves behind: its handlers, or
+    the stop signals ignored once its work was done, as the command's process would end then.
+    Commands that later tests start would otherwise inherit the ignored signals."""
+    before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    state = (signals._ENDS_AFTER_WORK, set(signals._INHERITED_IGNORED), dict(signals._OURS))
+    yield
+    for signum, handler in before.items():
+        if handler is not None and signal.getsignal(signum) is not handler:
+            signal.signal(signum, handler)
+    signals._ENDS_AFTER_WORK = state[0]
+    signals._INHERITED_IGNORED.clear()
+    signals._INHERITED_IGNORED.update(state[1])
+    signals._OURS.clear()
+    signals._OURS.update(state[2])
 
 
 def in_ci() -> bool:

@@ -21,7 +21,9 @@ that arrive between two polls (a few milliseconds apart) count as arriving toget
 taken is then the first of :data:`STOP_SIGNALS` (SIGTERM, SIGUSR1, SIGINT, SIGHUP), since the
 kernel keeps no order among pending signals.
 
-A stop signal that the process inherited as ignored (``nohup`` ignores SIGHUP) stays ignored.
+SIGHUP and SIGINT inherited as ignored stay ignored: ``nohup`` ignores SIGHUP, and a shell
+script's ``cmd &`` ignores SIGINT, to keep the job running. SIGTERM and SIGUSR1 are how a
+batch system asks for a stop before it kills: oclsci acts on them whatever it inherited.
 """
 
 from __future__ import annotations
@@ -84,7 +86,9 @@ def stop_exit_code(answer: Any) -> int:
 # Set by install_exit_handlers: this process is oclsci's command, which ends once its work is
 # written, so that a StopFlag whose work is done leaves the stop signals ignored.
 _ENDS_AFTER_WORK = False
-# Stop signals inherited as ignored (nohup): oclsci leaves them ignored.
+# The stop signals whose inherited SIG_IGN oclsci keeps (nohup's SIGHUP; SIGINT of a job
+# started with & by a script); those of them inherited so, once the CLI starts.
+KEEPS_INHERITED_IGNORE = (signal.SIGINT, signal.SIGHUP)
 _INHERITED_IGNORED: set[int] = set()
 # The handlers oclsci put in place last, by signal: reclaim() puts them back.
 _OURS: dict[int, Any] = {}
@@ -93,7 +97,8 @@ _ACTIVE: list[StopFlag] = []
 
 
 def honoured_signals() -> tuple[int, ...]:
-    """The stop signals oclsci acts on: :data:`STOP_SIGNALS` less those inherited as ignored."""
+    """The stop signals oclsci acts on: :data:`STOP_SIGNALS` less SIGHUP or SIGINT where
+    inherited as ignored."""
     return tuple(signum for signum in STOP_SIGNALS if signum not in _INHERITED_IGNORED)
 
 
@@ -116,18 +121,21 @@ def _install(signum: int, handler: Any) -> Any:
 def install_exit_handlers() -> None:
     """Make each exit signal raise :class:`SignalExit` in the main thread (CLI start-up).
 
-    A stop signal inherited as ignored stays ignored. Call this before NumPy is imported:
+    SIGHUP or SIGINT inherited as ignored stays ignored; SIGTERM and SIGUSR1 are always
+    taken, and unblocked if they came blocked. Call this before NumPy is imported:
     NumPy's BLAS threads are then started with the signals blocked, so that the kernel
     delivers every stop signal to the main thread, even while a :class:`StopFlag` blocks
     them there (they then wait for its poll).
     """
     global _ENDS_AFTER_WORK
     _ENDS_AFTER_WORK = True
-    for signum in STOP_SIGNALS:
+    for signum in KEEPS_INHERITED_IGNORE:
         if signum not in _OURS and signal.getsignal(signum) == signal.SIG_IGN:
             _INHERITED_IGNORED.add(signum)
     for signum in honoured_signals():
         _install(signum, _raise_signal_exit)
+    if _CAN_BLOCK:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, honoured_signals())
     with helper_threads_blocked():
         import numpy  # noqa: F401 - starts the BLAS threads, which inherit this mask
 
@@ -278,7 +286,8 @@ class StopFlag:
             self._previous[signum] = _install(signum, self._handle)
 
     def __enter__(self) -> StopFlag:
-        # Signals ignored now (inherited so, or after an earlier stop) stay ignored.
+        # Signals ignored now (by the program that calls oclsci, or after an earlier stop) stay
+        # ignored: the CLI has put its handlers on SIGTERM and SIGUSR1 in any case.
         self._signals = tuple(signum for signum in honoured_signals()
                               if signal.getsignal(signum) != signal.SIG_IGN)
         _ACTIVE.append(self)

@@ -24,6 +24,7 @@ from oclsci.io import (
     read_npy,
     require_matplotlib,
 )
+from oclsci.runtime.memory import check_host_memory
 
 OUTPUT_SUFFIXES = (".npy", ".csv", ".png")
 
@@ -118,6 +119,7 @@ def parse_freqs(spec: str | None, path: str | None) -> np.ndarray:
         raise InputError(f"--freqs {spec!r}: COUNT must be from 1 to 2**31 - 1")
     if count > 1 and not low < high:
         raise InputError(f"--freqs {spec!r}: MIN must be less than MAX")
+    check_host_memory(2 * 8 * count, f"--freqs {spec}: {count} frequencies")
     return np.linspace(low, high, count)
 
 

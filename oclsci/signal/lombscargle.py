@@ -26,6 +26,7 @@ from oclsci.errors import InputError, Interrupted, OclsciWarning
 from oclsci.jacobi.checks import check_dtype
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
+from oclsci.runtime.memory import check_memory
 from oclsci.runtime.signals import stop_exit_code
 from oclsci.runtime.timing import event_seconds
 
@@ -199,8 +200,10 @@ class Periodogram:
         else:
             self.scale = self.n / 4.0
         itemsize = self.dtype.itemsize
-        compute.check_allocation(itemsize * (2 * self.n + 2 * padded),
-                                 f"a periodogram of {self.n} samples at {self.f_count} frequencies")
+        # Host: the padded frequencies and the periodogram read back.
+        check_memory(compute, itemsize * (2 * self.n + 2 * padded),
+                     f"a periodogram of {self.n} samples at {self.f_count} frequencies",
+                     host_bytes=itemsize * 2 * padded)
         flags, ctx = cl.mem_flags, compute.context
         self.x_buffer = cl.Buffer(ctx, flags.READ_ONLY | flags.COPY_HOST_PTR,
                                   hostbuf=xs.astype(self.dtype))

@@ -173,17 +173,6 @@ def test_signal_leaves_a_usable_checkpoint(tmp_path, signum):
     np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), np.load(tmp_path / "straight.npy"))
 
 
-@pytest.mark.slow
-def test_sigterm_without_checkpoint_writes_nothing(tmp_path):
-    np.save(tmp_path / "b.npy", np.ones((64, 64), dtype=np.float32))
-    code, stderr = _start_then_signal(
-        ["jacobi", tmp_path / "b.npy", "-n", ENDLESS, "-o", tmp_path / "x.npy", "--quiet"],
-        signal.SIGTERM)
-    assert code == 128 + signal.SIGTERM and "Traceback" not in stderr
-    assert len(stderr.strip().splitlines()) == 1 and "SIGTERM" in stderr
-    assert not list(tmp_path.glob("x.npy*")) and not list(tmp_path.glob(".x.npy*"))
-
-
 def _bad_inputs(tmp_path: Path):
     np.save(tmp_path / "good.npy", np.ones((4, 4)))
     np.save(tmp_path / "three_d.npy", np.ones((2, 2, 2)))

@@ -20,12 +20,21 @@ def test_xdg_cache_home_first(tmp_path):
     assert cache_home({"XDG_CACHE_HOME": str(tmp_path), "HOME": "/home/x"}) == tmp_path
 
 
-def test_home_cache_without_xdg():
-    assert cache_home({"HOME": "/home/x"}) == Path("/home/x/.cache")
+def test_home_cache_without_xdg(tmp_path):
+    assert cache_home({"HOME": str(tmp_path)}) == tmp_path / ".cache"
 
 
-def test_a_relative_xdg_cache_home_is_ignored():
-    assert cache_home({"XDG_CACHE_HOME": "cache", "HOME": "/home/x"}) == Path("/home/x/.cache")
+def test_a_relative_xdg_cache_home_is_ignored(tmp_path):
+    assert cache_home({"XDG_CACHE_HOME": "cache", "HOME": str(tmp_path)}) == tmp_path / ".cache"
+
+
+def test_a_missing_home_is_not_made(tmp_path):
+    """A job whose $HOME names no folder (a node without home mounts) gets a private
+    temporary cache and one warning; the home folder is not created."""
+    home = tmp_path / "gone"
+    with pytest.warns(OclsciWarning, match="gone does not exist"):
+        folder = cache_home({"HOME": str(home)})
+    assert folder.parent == Path(tempfile.gettempdir()) and not home.exists()
 
 
 def test_no_home_gives_a_private_folder_under_the_temporary_folder(monkeypatch):

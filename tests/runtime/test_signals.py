@@ -66,17 +66,6 @@ def test_batch_run_checkpoints_at_the_step_it_stopped(tmp_path, rhs_file, signum
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-@pytest.mark.parametrize("signum", STOPS)
-def test_batch_run_without_checkpoint_exits_128_plus_n(tmp_path, rhs_file, signum):
-    process = start_cli("jacobi", rhs_file, "-n", ENDLESS, "-o", tmp_path / "x.npy")
-    wait_until_computing(process)
-    process.send_signal(signum)
-    code, stderr = finish(process)
-    assert code == 128 + signum, stderr
-    assert signal.Signals(signum).name in _one_line(stderr)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.npy"]
-
-
 def test_host_memory_stays_flat_on_a_long_run(tmp_path):
     """10^9 steps on 64x48: the host never queues the run, so memory does not grow."""
     np.save(tmp_path / "b.npy", np.ones((64, 48), dtype=np.float32))
@@ -155,18 +144,6 @@ def test_signal_while_reading_the_input_is_a_signal(tmp_path, signum):
     assert code == 128 + signum, stderr
     assert stderr == f"oclsci: error: stopped by {signal.Signals(signum).name}; " \
                      "no output written\n"
-
-
-def test_mandelbrot_stops_on_sigusr1_like_sigterm(tmp_path):
-    """A long Mandelbrot image is computed in bands: SIGUSR1 stops it, nothing written."""
-    process = start_cli("mandelbrot", "-o", tmp_path / "m.png", "--counts", tmp_path / "m.npy",
-                        "--maxiter", 10**8, "--width", 256, "--height", 256)
-    wait_until_computing(process)
-    process.send_signal(signal.SIGUSR1)
-    code, stderr = finish(process)
-    assert code == 128 + signal.SIGUSR1, stderr
-    assert "SIGUSR1" in _one_line(stderr)
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_bench_stops_on_a_signal_and_writes_nothing(tmp_path):

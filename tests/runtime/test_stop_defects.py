@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from conftest import cli_command, start_cli
 from mpi_launch import launch_env, mpi_missing, mpiexec_command
-from signal_helpers import HANG, _mask, _wait_for, finish
+from signal_helpers import HANG, _mask, _wait_for, finish, wait_until_computing
 from test_stop_matrix import _rank_pids, _wait_until_ranks_compute
 
 from oclsci.jacobi.checkpoint import load_checkpoint
@@ -156,6 +156,33 @@ def test_a_hangup_inherited_as_ignored_stays_ignored(tmp_path):
             process.kill()
     assert code == 128 + signal.SIGTERM, stderr
     assert "stopped by SIGTERM" in stderr
+
+
+def test_a_batch_systems_signal_acts_even_when_inherited_ignored_or_blocked(tmp_path):
+    """SIGTERM and SIGUSR1 are a scheduler's request to stop: a parent that ignored or blocked
+    them (a wrapper, a CI runner) must not cost the job its checkpoint."""
+    rhs = tmp_path / "b.npy"
+    np.save(rhs, np.ones((32, 32), dtype=np.float32))
+
+    def ignore_and_block() -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+
+    for signum in (signal.SIGTERM, signal.SIGUSR1):
+        checkpoint = tmp_path / f"c{signum}.npz"
+        process = subprocess.Popen(
+            cli_command("jacobi", rhs, "-n", 10**9, "--checkpoint", checkpoint),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=ignore_and_block)
+        try:
+            wait_until_computing(process)
+            process.send_signal(signum)
+            code, stderr = finish(process)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        assert code == 75, stderr
+        assert load_checkpoint(checkpoint).iteration > 0
 
 
 def test_signals_arriving_together_are_taken_in_the_documented_order():
