@@ -7,15 +7,13 @@ prints the summary of the outcome.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import sys
-from collections.abc import Callable, Iterator
 
 import click
 import numpy as np
 
 from oclsci.cli.options import device_option, quiet_option
+from oclsci.cli.progress import progress_every_option, progress_maker
 from oclsci.io import check_inputs_kept, check_output_path, read_array, write_array
 from oclsci.jacobi.checks import check_finite, validate_grid
 from oclsci.jacobi.driver import JacobiOutcome, run_job
@@ -27,24 +25,6 @@ from oclsci.jacobi.job import (  # noqa: F401 - Problem, load_problem: public na
 )
 from oclsci.jacobi.reference import laplacian
 from oclsci.mpi import SlabPlacement, mpi_world
-
-
-@contextlib.contextmanager
-def progress_bar(total: int, start: int) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr from step ``start`` to ``total``; yields ``update(done, total)``."""
-    bar = click.progressbar(length=max(total - start, 1), label="jacobi", file=sys.stderr,
-                            show_eta=True, show_percent=True)
-    shown = start
-
-    def update(done: int, total_: int) -> None:
-        nonlocal shown
-        bar.update(done - shown)
-        shown = done
-
-    try:
-        yield update
-    finally:
-        bar.render_finish()
 
 
 @click.command("jacobi")
@@ -75,9 +55,10 @@ def progress_bar(total: int, start: int) -> Iterator[Callable[[int, int], None]]
               help="Continue from this checkpoint (INPUT may then be left out).")
 @click.option("--compare", type=click.Path(dir_okay=False),
               help="Also write a side-by-side picture (input, result) to this .png.")
+@progress_every_option
 @quiet_option
 def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kernel, device,
-                   checkpoint, checkpoint_every, resume, compare, quiet):
+                   checkpoint, checkpoint_every, resume, compare, progress_every, quiet):
     """Reconstruct X from its Laplacian INPUT (.npy, or a grayscale image) by Jacobi iteration.
 
     Without INPUT, reconstructs a built-in 400x266 picture from its Laplacian and prints the
@@ -92,7 +73,7 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
     # Several ranks: rank 0 reads and writes, every rank solves a slab of rows.
     placement = None if world is None else SlabPlacement(world)
     outcome = run_job(job, placement=placement,
-                      progress=progress_bar if not quiet and sys.stderr.isatty() else None,
+                      progress=progress_maker(quiet, progress_every, "jacobi"),
                       notify=None if quiet else functools.partial(click.echo, err=True))
     if outcome is not None and not quiet:
         print_summary(outcome)

@@ -1,0 +1,96 @@
+"""Progress of a long command on stderr: a bar on a terminal; without one (a batch job's log,
+a redirected run) a line at a steady interval; nothing with ``--quiet``.
+
+Each maker takes ``(total, start)`` and is a context manager yielding ``update(done, total)``,
+as :func:`oclsci.jacobi.driver.run_job` expects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Any
+
+import click
+
+DEFAULT_SECONDS = 60.0
+
+progress_every_option = click.option(
+    "--progress-every", "progress_every", type=click.FloatRange(min=0), default=DEFAULT_SECONDS,
+    show_default=True, metavar="SECONDS",
+    help="Without a terminal (a batch job's log): print a progress line every SECONDS, and "
+         "one at the end (0: at every poll of the run). With a terminal a bar shows instead.")
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, start: int, *, label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr from step ``start`` to ``total``."""
+    bar = click.progressbar(length=max(total - start, 1), label=label, file=sys.stderr,
+                            show_eta=True, show_percent=True)
+    shown = start
+
+    def update(done: int, total_: int) -> None:
+        nonlocal shown
+        bar.update(done - shown)
+        shown = done
+
+    try:
+        yield update
+    finally:
+        bar.render_finish()
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` as ``1h02m03s``, ``2m03s`` or ``3.4s``."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m{secs:02d}s" if hours else f"{minutes}m{secs:02d}s"
+
+
+@contextlib.contextmanager
+def progress_log(total: int, start: int, *, label: str, every: float,
+                 clock: Callable[[], float] = time.monotonic,
+                 stream: IO[str] | None = None) -> Iterator[Callable[[int, int], None]]:
+    """Lines on stderr (``stream``), at most one per ``every`` seconds of ``clock``: steps
+    done, rate and time left; and, after a run that printed any (or with ``every`` 0), one
+    when it has finished (not when it stops on an error or a signal)."""
+    stream = sys.stderr if stream is None else stream
+    began = last = clock()
+    printed = False
+
+    def line(done: int, total_: int, now: float) -> str:
+        elapsed = now - began
+        rate = (done - start) / elapsed if elapsed > 0 else 0.0
+        text = (f"oclsci: {label}: step {done} of {total_} ({100 * done / total_:.1f}%), "
+                f"{format_duration(elapsed)} elapsed")
+        if rate > 0 and done < total_:
+            speed = f"{rate:.0f}" if rate >= 100 else f"{rate:.3g}"
+            text += f", {speed} steps/s, about {format_duration((total_ - done) / rate)} left"
+        return text
+
+    def update(done: int, total_: int) -> None:
+        nonlocal last, printed
+        now = clock()
+        if now - last >= every:
+            print(line(done, total_, now), file=stream, flush=True)
+            last, printed = now, True
+
+    yield update
+    if printed or every == 0:
+        print(f"oclsci: {label}: finished in {format_duration(clock() - began)}", file=stream,
+              flush=True)
+
+
+def progress_maker(quiet: bool, every: float, label: str) -> Callable[..., Any] | None:
+    """The progress display a command shows: None with ``quiet``, a bar on a terminal, else
+    a line every ``every`` seconds."""
+    if quiet:
+        return None
+    if sys.stderr.isatty():
+        return functools.partial(progress_bar, label=label)
+    return functools.partial(progress_log, label=label, every=every)
