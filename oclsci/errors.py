@@ -54,6 +54,13 @@ class ArgumentTypeError(InputError, TypeError):
     """A Python API argument of the wrong type."""
 
 
+class UnknownNameError(InvalidArgumentError):
+    """A name outside a fixed list (a kernel, workload, operation or variant): a usage error,
+    exit 2, as click gives for an option whose value is not one of its choices."""
+
+    exit_code = EXIT_USAGE
+
+
 class DeviceMemoryError(DeviceError, InvalidArgumentError):
     """A problem too large for the device's memory, refused before allocating (a
     :class:`DeviceError` and an :class:`InvalidArgumentError`: the size is the argument)."""

@@ -24,7 +24,7 @@ import pyopencl as cl
 from oclsci import __version__
 from oclsci.bench.core import VARIANT_ERRORS, Case, Progress
 from oclsci.bench.measure import FULL, QUICK, run_case
-from oclsci.errors import InputError, first_line
+from oclsci.errors import InputError, UnknownNameError, first_line
 from oclsci.runtime.device import create_context
 
 SCHEMA_ID = "oclsci-bench/1"
@@ -51,7 +51,8 @@ def parse_workloads(names: tuple[str, ...] | list[str]) -> list[str]:
         elif name in WORKLOADS:
             expanded = [name]
         else:
-            raise InputError(f"unknown workload {name!r}; choose {', '.join(WORKLOADS)} or all")
+            raise UnknownNameError(f"unknown workload {name!r}; choose "
+                                   f"{', '.join(WORKLOADS)} or all")
         chosen += [w for w in expanded if w not in chosen]
     return chosen
 

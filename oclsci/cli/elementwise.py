@@ -13,7 +13,7 @@ import pyopencl.array as cla
 from oclsci.cli.options import device_option, quiet_option
 from oclsci.elementwise.kernels import TYPE_NAMES
 from oclsci.elementwise.ops import OPS
-from oclsci.errors import InputError, OclsciError
+from oclsci.errors import InputError, OclsciError, UnknownNameError
 from oclsci.runtime.device import create_context
 from oclsci.runtime.timing import event_seconds
 
@@ -34,7 +34,7 @@ def run_op(name: str, size: int, dtype: str, device: str | None, repeat: int,
            per_item: int = 1, quiet: bool = True, seed: int = 0) -> dict:
     """Run, check and time operation ``name``; return the measurements."""
     if name not in OPS:
-        raise InputError(f"unknown operation {name!r}; choose one of {', '.join(OPS)}")
+        raise UnknownNameError(f"unknown operation {name!r}; choose one of {', '.join(OPS)}")
     if size < 1:
         raise InputError(f"--size must be >= 1, got {size}")
     if repeat < 1:

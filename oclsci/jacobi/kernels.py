@@ -11,7 +11,7 @@ commands and the tests read them. Adding a kernel: docs/architecture.md.
 
 from __future__ import annotations
 
-from oclsci.errors import InputError
+from oclsci.errors import UnknownNameError
 from oclsci.jacobi.specs import (
     KernelSpec,
     bands,
@@ -30,14 +30,14 @@ def get(name: str) -> KernelSpec:
     """The spec of kernel ``name``; :class:`InputError` naming the kernels if there is none."""
     spec = KERNELS.get(name) if isinstance(name, str) else None
     if spec is None:
-        raise InputError(f"unknown kernel {name!r}; choose one of {', '.join(KERNELS)}")
+        raise UnknownNameError(f"unknown kernel {name!r}; choose one of {', '.join(KERNELS)}")
     return spec
 
 
 def check_choice(name: str) -> str:
     """``name`` when it is ``auto`` or a kernel's; otherwise :class:`InputError`."""
     if name != "auto" and (not isinstance(name, str) or name not in KERNELS):
-        raise InputError(f"unknown kernel {name!r}; choose auto or one of "
+        raise UnknownNameError(f"unknown kernel {name!r}; choose auto or one of "
                          f"{', '.join(KERNELS)}")
     return name
 

@@ -22,7 +22,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from oclsci.errors import InputError, Interrupted, OclsciWarning
+from oclsci.errors import InputError, Interrupted, OclsciWarning, UnknownNameError
 from oclsci.jacobi.checks import check_dtype
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
@@ -169,7 +169,8 @@ class Periodogram:
         if variant == "auto":
             variant = auto_variant(compute, self.dtype)
         if variant not in VARIANTS:
-            raise InputError(f"unknown variant {variant!r}; choose auto, {', '.join(VARIANTS)}")
+            raise UnknownNameError(f"unknown variant {variant!r}; choose auto, "
+                                   f"{', '.join(VARIANTS)}")
         self.normalize = resolve_normalize(normalize)
         xs, ys = _host(x, "x"), _host(y, "y")
         if xs.size != ys.size:

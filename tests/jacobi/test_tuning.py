@@ -177,6 +177,7 @@ def test_cache_path_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert tuning.cache_path() == tmp_path / "xdg" / "oclsci" / "tuning.json"
     monkeypatch.delenv("XDG_CACHE_HOME")
+    (tmp_path / "home").mkdir()
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert tuning.cache_path() == tmp_path / "home" / ".cache" / "oclsci" / "tuning.json"
     monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "mine.json"))
