@@ -107,3 +107,8 @@ def first_line(error: BaseException, *, with_type: bool = False) -> str:
     if not lines:
         return name
     return f"{name}: {lines[0]}" if with_type else lines[0]
+
+
+def pip_extra(extra: str) -> str:
+    """How to install one of oclsci's extras, from PyPI and from a clone: for messages."""
+    return f"`pip install 'oclsci[{extra}]'` (from a clone: `pip install '.[{extra}]'`)"

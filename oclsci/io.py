@@ -25,7 +25,14 @@ import numpy as np
 from numpy.lib import format as npy_format
 from PIL import Image, UnidentifiedImageError
 
-from oclsci.errors import FolderGivenError, InputError, OclsciError, OutputError, first_line
+from oclsci.errors import (
+    FolderGivenError,
+    InputError,
+    OclsciError,
+    OutputError,
+    first_line,
+    pip_extra,
+)
 from oclsci.pnm import is_pnm, read_pnm, undo_rescaling
 from oclsci.runtime.memory import check_host_memory
 from oclsci.runtime.signals import held
@@ -238,7 +245,7 @@ def have_matplotlib() -> bool:
 def require_matplotlib(what: str) -> None:
     """Refuse, before any work, an output that ``what`` names when matplotlib is missing."""
     if not have_matplotlib():
-        raise InputError(f"{what} needs matplotlib: pip install 'oclsci[plot]'")
+        raise InputError(f"{what} needs matplotlib: {pip_extra('plot')}")
 
 
 def check_distinct_outputs(**paths: str | os.PathLike | None) -> None:

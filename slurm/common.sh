@@ -222,7 +222,7 @@ oclsci_resubmit() {
     [ -f "$OCLSCI_CHECKPOINT" ] || { oclsci_log "error: no checkpoint $OCLSCI_CHECKPOINT"; return 1; }
     # Quoted for the shell (%q): the hint can be pasted whatever the paths hold.
     local how
-    how=$(printf 'resume with: OCLSCI_RESUME=%q OCLSCI_OUTPUT=%q sbatch ...' \
+    how=$(printf 'resume with: OCLSCI_RESUME=%q OCLSCI_OUTPUT=%q slurm/submit ...' \
         "$OCLSCI_CHECKPOINT" "$OCLSCI_OUTPUT")
     if [ -z "${SLURM_JOB_ID:-}" ] || [ "${OCLSCI_RESUBMIT:-yes}" = no ]; then
         oclsci_log "not resubmitting; $how"

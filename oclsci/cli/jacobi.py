@@ -48,7 +48,7 @@ from oclsci.mpi import SlabPlacement, mpi_world
 @device_option
 @click.option("--checkpoint", type=click.Path(dir_okay=False),
               help="Checkpoint file (.npz): written every --checkpoint-every steps and on "
-                   "SIGTERM/SIGUSR1 (then exit code 75).")
+                   "SIGTERM, SIGUSR1, SIGINT or SIGHUP (then exit code 75).")
 @click.option("--checkpoint-every", type=int, default=0,
               help="Steps between checkpoints (0: only on a signal).")
 @click.option("--resume", type=click.Path(dir_okay=False),

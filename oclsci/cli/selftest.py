@@ -24,7 +24,10 @@ class SelftestFailed(OclsciError):
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True),
               default=None, metavar="FILE", help="Also write the report as JSON to FILE.")
 @click.option("--quick", is_flag=True, help="Smaller problems (same kernels and checks).")
-def selftest_command(device: str | None, json_path: str | None, quick: bool) -> None:
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print only the verdict line (a failure is still one error line).")
+def selftest_command(device: str | None, json_path: str | None, quick: bool,
+                     quiet: bool) -> None:
     """Build and run every kernel oclsci may choose on the device (each Jacobi kernel and
     `auto` in float32 and float64, Mandelbrot, the elementwise operations) on small problems,
     compare each with NumPy and print one line per check and a verdict. Exit 0 only when every
@@ -32,13 +35,14 @@ def selftest_command(device: str | None, json_path: str | None, quick: bool) -> 
     if json_path:  # an unwritable report fails now, not after the checks (any suffix)
         check_output_path(json_path, (Path(json_path).suffix.lower(),))
     compute = create_context(device)
-    click.echo(compute.banner().replace("oclsci: ", "oclsci selftest: ", 1))
+    say = (lambda line: None) if quiet else click.echo
+    say(compute.banner().replace("oclsci: ", "oclsci selftest: ", 1))
     info = compute.describe()
-    click.echo(f"  OpenCL {info['opencl_version']}, driver {info['driver_version']}; "
-               f"max work-group {info['max_work_group_size']}, local "
-               f"{info['local_mem_bytes'] // 1024} KiB, fp64 {'yes' if info['fp64'] else 'no'}")
+    say(f"  OpenCL {info['opencl_version']}, driver {info['driver_version']}; "
+        f"max work-group {info['max_work_group_size']}, local "
+        f"{info['local_mem_bytes'] // 1024} KiB, fp64 {'yes' if info['fp64'] else 'no'}")
     seconds, results = timed(
-        lambda: selftest(compute, quick=quick, report=lambda check: click.echo(check.line())))
+        lambda: selftest(compute, quick=quick, report=lambda check: say(check.line())))
     failed = [r for r in results if not r.passed]
     if json_path:
         with atomic_path(json_path) as temporary:

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from oclsci import io
-from oclsci.errors import DeviceError, InputError, KernelBuildError, first_line
+from oclsci.errors import DeviceError, InputError, KernelBuildError, first_line, pip_extra
 from oclsci.io import have_matplotlib
 
 AZDEG = 315.0
@@ -186,7 +186,7 @@ def shade(smooth: np.ndarray, renderer: str = "auto", origin: str = "lower",
     if renderer not in RENDERERS:
         raise InputError(f"renderer must be one of {', '.join(RENDERERS)}, got {renderer!r}")
     if renderer == "matplotlib" and not have_matplotlib():
-        raise InputError("matplotlib is not installed: pip install 'oclsci[plot]', or use the "
+        raise InputError(f"matplotlib is not installed: {pip_extra('plot')}, or use the "
                          "numpy or device renderer")
     if renderer == "device" and compute is None:
         raise InputError("the device renderer needs a compute context (compute=...)")

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.errors import EXIT_USAGE, InputError, OclsciError, first_line
+from oclsci.errors import EXIT_USAGE, InputError, OclsciError, first_line, pip_extra
 from oclsci.runtime.binding import node_name, visible_gpus
 from oclsci.runtime.device import create_context, node_local_rank
 from oclsci.runtime.launcher import (  # noqa: F401 - public here too
@@ -74,7 +74,7 @@ def mpi_world(environ: dict[str, str] | None = None) -> World | None:
     except ImportError as error:
         raise InputError(
             f"started as {announced or 'several'} MPI ranks but mpi4py cannot be imported "
-            f"({error}): pip install 'oclsci[mpi]', or set OCLSCI_MPI=0 to run independent "
+            f"({error}): {pip_extra('mpi')}, or set OCLSCI_MPI=0 to run independent "
             "copies") from None
     comm = MPI.COMM_WORLD
     if comm.Get_size() == 1:

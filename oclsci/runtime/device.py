@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import ArgumentTypeError, DeviceError, DeviceMemoryError, NoPlatformError
+from oclsci.errors import (
+    ArgumentTypeError,
+    DeviceError,
+    DeviceMemoryError,
+    NoPlatformError,
+    pip_extra,
+)
 from oclsci.runtime.binding import bind_gpu, node_name, opencl_index
 from oclsci.runtime.health import (
     check_before_build,
@@ -31,7 +37,7 @@ from oclsci.runtime.icd import register_pip_runtimes
 from oclsci.runtime.timing import Stopwatch
 
 NO_PLATFORM_HELP = (
-    "no OpenCL platform found: install one with `pip install 'oclsci[pocl]'` (CPU), or your "
+    "no OpenCL platform found: install one for the CPU with " + pip_extra("pocl") + ", or your "
     "GPU vendor's OpenCL driver (ICD); an ICD file in a folder named by OCL_ICD_VENDORS also works"
 )
 

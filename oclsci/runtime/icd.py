@@ -33,7 +33,7 @@ import warnings
 from importlib import metadata
 from pathlib import Path
 
-from oclsci.errors import OclsciWarning
+from oclsci.errors import OclsciWarning, pip_extra
 from oclsci.runtime.cachedir import cache_home
 
 INTEL_DISTRIBUTION = "intel-opencl-rt"
@@ -185,7 +185,7 @@ def register_pip_runtimes(environ: dict[str, str] | None = None) -> list[str]:
         missing = preload_intel_dependencies(runtime)
         if missing:
             warnings.warn(f"Intel's OpenCL runtime ({runtime}) lacks {', '.join(missing)}; "
-                          "reinstall it with `pip install 'oclsci[intel]'`", OclsciWarning,
+                          f"reinstall it with {pip_extra('intel')}", OclsciWarning,
                           stacklevel=2)
         else:
             added.append(("intel-cpu.icd", str(runtime)))

@@ -45,6 +45,11 @@ def test_selftest_command_passes(spec, tmp_path):
         24 if data["device"]["fp64"] else 20)
     assert all(result["max_difference"] == 0 for result in data["results"]
                if not result["name"].startswith("mandelbrot"))
+    quiet = run_cli("selftest", "--quick", "--device", spec, "--quiet", env=env, cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    verdict = quiet.stdout.splitlines()  # the verdict alone
+    assert len(verdict) == 1
+    assert verdict[0].startswith(f"selftest PASS: {len(checks)} of {len(checks)} checks passed")
 
 
 @pytest.fixture

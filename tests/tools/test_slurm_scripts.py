@@ -147,8 +147,8 @@ def test_resume_hint_can_be_pasted_with_spaces_in_paths(tmp_path):
                        OCLSCI_CHECKPOINT=str(folder / "out.ckpt.npz"))
     assert done.returncode == 75, done
     hint = done.stdout.split("resume with: ", 1)[1].strip()
-    assert hint.endswith(" sbatch ...")
-    assert shlex.split(hint.removesuffix(" sbatch ...")) == [
+    assert hint.endswith(" slurm/submit ...")
+    assert shlex.split(hint.removesuffix(" slurm/submit ...")) == [
         f"OCLSCI_RESUME={folder / 'out.ckpt.npz'}", f"OCLSCI_OUTPUT={folder / 'out.npy'}"]
 
 
