@@ -9,7 +9,11 @@ small but non-trivial problem and compares with the NumPy reference:
   test's grid), in float32 and float64 (where the device has fp64), bit for bit;
 * Mandelbrot: the device's kernel shape in both dtypes, escape counts as in the tests (at most
   0.5% of the pixels may differ by rounding at the set's edge);
-* elementwise: every ready-made operation in signed, unsigned and floating types, exactly.
+* elementwise: every ready-made operation in signed, unsigned and floating types, exactly;
+* Poisson: multigrid and conjugate gradients to a tolerance per dtype, the residual of the
+  device's solution recomputed in float64 by NumPy;
+* Lomb-Scargle: every kernel variant and ``auto`` against the NumPy periodogram, within the
+  bound of the dtype (:func:`~oclsci.signal.lombscargle.float32_bound`; 1e-9 in float64).
 
 A check that fails to build or to launch is a FAIL with the error's first line, not a crash.
 """
@@ -32,18 +36,25 @@ from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import choose_config, device_default
 from oclsci.mandelbrot.reference import mandelbrot_numpy
 from oclsci.mandelbrot.renderer import mandelbrot
+from oclsci.poisson import solve as poisson_solve
+from oclsci.poisson.hierarchy import build_levels
+from oclsci.poisson.reference import residual as poisson_residual
 from oclsci.runtime.device import ComputeContext
+from oclsci.signal.lombscargle import VARIANTS, float32_bound, lombscargle
+from oclsci.signal.reference import lombscargle_numpy
 
 # Problem sizes: odd, not multiples of any work-group or tile; steps not a multiple of any
 # kernel's steps per launch. --quick uses the smaller set.
 SIZES = {"full": {"jacobi": (201, 263), "steps": 37, "mandelbrot": (301, 233, 300),
-                  "elementwise": 100_003},
+                  "elementwise": 100_003, "poisson": (201, 263), "lombscargle": (1001, 10_007)},
          "quick": {"jacobi": (67, 91), "steps": 13, "mandelbrot": (151, 117, 200),
-                   "elementwise": 10_007}}
+                   "elementwise": 10_007, "poisson": (67, 91), "lombscargle": (201, 1009)}}
 # The grid whose configurations are checked too: large enough for every large-grid default and
 # for ``auto``'s choice on large grids (streaming from 2^25 cells on GPUs).
 LARGE_GRID = (16384, 16384)
 MANDELBROT_AGREEMENT = 0.995
+POISSON_TOL = {"float32": 1e-4, "float64": 1e-8}
+POISSON_METHODS = ("multigrid", "cg")
 ELEMENTWISE_TYPES = ("int8", "uint16", "int32", "int64", "float32", "float64")
 
 
@@ -139,11 +150,48 @@ def _elementwise_checks(compute: ComputeContext, size: dict) -> Iterator[tuple[s
             yield f"elementwise {op.name} {type_name} n={count}", check
 
 
+def _poisson_checks(compute: ComputeContext, size: dict) -> Iterator[tuple[str, Callable]]:
+    shape = size["poisson"]
+    rhs = np.random.default_rng(17).standard_normal(shape)
+    level = build_levels(shape)[0]
+    scale = float(np.linalg.norm(rhs))
+    for dtype in _dtypes(compute):
+        tol = POISSON_TOL[dtype.name]
+        for method in POISSON_METHODS:
+            def check(method=method, dtype=dtype, tol=tol):
+                result = poisson_solve(rhs, tol, method=method, dtype=dtype, device=compute)
+                relative = float(np.linalg.norm(poisson_residual(
+                    level, result.x.astype(np.float64), rhs))) / scale
+                return (result.converged and relative < 2 * tol, relative,
+                        f"{result.cycles} cycles, residual {relative:.3g} (NumPy, float64)")
+            yield f"poisson {method} {dtype.name} {shape[0]}x{shape[1]} tol {tol:g}", check
+
+
+def _lombscargle_checks(compute: ComputeContext,
+                        size: dict) -> Iterator[tuple[str, Callable]]:
+    samples, count = size["lombscargle"]
+    rng = np.random.default_rng(18)
+    x = np.sort(rng.uniform(0, 100, samples))
+    y = np.sin(1.3 * x) + rng.standard_normal(samples)
+    freqs = np.linspace(0.01, 10, count)
+    expected = lombscargle_numpy(x, y, freqs)
+    scale = max(float(np.max(expected)), samples * float(np.mean(y ** 2)) / 4)
+    for dtype in _dtypes(compute):
+        bound = 1e-9 if dtype == np.float64 else float32_bound(x, freqs)
+        for variant in ("auto", *VARIANTS):
+            def check(variant=variant, dtype=dtype, bound=bound):
+                got = lombscargle(x, y, freqs, dtype=dtype, device=compute, variant=variant)
+                diff = float(np.max(np.abs(got.astype(np.float64) - expected)))
+                return diff <= bound * scale, diff, f"bound {bound * scale:.3g}"
+            yield f"lombscargle {variant} {dtype.name} {samples} x {count}", check
+
+
 def all_checks(compute: ComputeContext, quick: bool = False) -> list[tuple[str, Callable]]:
     """Every check for ``compute``: ``(name, function returning (passed, diff, detail))``."""
     size = SIZES["quick" if quick else "full"]
     return [*_jacobi_checks(compute, size), *_mandelbrot_checks(compute, size),
-            *_elementwise_checks(compute, size)]
+            *_elementwise_checks(compute, size), *_poisson_checks(compute, size),
+            *_lombscargle_checks(compute, size)]
 
 
 def run_check(name: str, check: Callable) -> Check:
