@@ -26,7 +26,7 @@ import pyopencl as cl
 from oclsci.errors import InputError
 from oclsci.jacobi.checks import check_dtype
 from oclsci.mandelbrot.reference import coordinates, log_horizon_of
-from oclsci.runtime import programs
+from oclsci.runtime import programs, quirks
 from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.hostmem import pinned_empty
 from oclsci.runtime.pacing import Pacer
@@ -37,9 +37,6 @@ DEFAULTS = {
     "width": 1500, "height": 1250, "maxiter": 400,
     "xmin": -2.25, "xmax": 0.75, "ymin": -1.25, "ymax": 1.25, "horizon": 2.0**40,
 }
-
-# The widest vectors used on CPU devices (wider requests are narrowed to these).
-CPU_MAX_VECTOR_WIDTH = {"float32": 8, "float64": 4}
 
 # Independent pixel vectors per work-item in the vector (CPU) kernel.
 DEFAULT_UNROLL = 4
@@ -157,17 +154,9 @@ def validate(width: int, height: int, maxiter: int, xmin: float, xmax: float, ym
 
 
 def default_vector_width(compute: ComputeContext, dtype: np.dtype) -> int:
-    """Pixels per work-item: 1 on GPUs; on CPUs the device's preferred vector width (>= 4)."""
-    if not compute.is_cpu:
-        return 1
-    try:
-        preferred = int(compute.device.preferred_vector_width_float if dtype == np.float32
-                        else compute.device.preferred_vector_width_double)
-    except cl.Error:
-        preferred = 0
-    if dtype == np.float32:
-        return min(max(preferred, 4), CPU_MAX_VECTOR_WIDTH["float32"])
-    return min(max(preferred, 2), CPU_MAX_VECTOR_WIDTH["float64"])
+    """Pixels per work-item: 1 on GPUs; on CPUs the device's vector width
+    (:func:`oclsci.runtime.quirks.vector_width`)."""
+    return quirks.vector_width(compute, dtype) if compute.is_cpu else 1
 
 
 class MandelbrotRenderer:
@@ -191,10 +180,7 @@ class MandelbrotRenderer:
         vw = default_vector_width(compute, self.dtype) if vector_width is None else vector_width
         if vw not in (1, 2, 4, 8, 16):
             raise InputError(f"vector_width must be 1, 2, 4, 8 or 16, got {vw}")
-        if compute.is_cpu:
-            # PoCL takes minutes over, or fails to build, float16 and double8 kernels.
-            vw = min(vw, CPU_MAX_VECTOR_WIDTH[self.dtype.name])
-        self.vector_width = vw
+        self.vector_width = vw = quirks.narrowed_vector_width(compute, self.dtype, vw)
         self.unroll = 1 if vw == 1 else (DEFAULT_UNROLL if unroll is None else int(unroll))
         if self.unroll not in range(1, 9):
             raise InputError(f"unroll must be from 1 to 8, got {unroll}")

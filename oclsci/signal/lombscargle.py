@@ -24,7 +24,7 @@ import pyopencl.array as cl_array
 
 from oclsci.errors import InputError, Interrupted, OclsciWarning, UnknownNameError
 from oclsci.jacobi.checks import check_dtype
-from oclsci.runtime import programs
+from oclsci.runtime import programs, quirks
 from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.memory import check_memory
 from oclsci.runtime.signals import stop_exit_code
@@ -41,7 +41,6 @@ VARIANTS = {
 }
 # "auto": see auto_variant (measured: docs/lombscargle.md).
 DEFAULT_VARIANT = "auto"
-CPU_MAX_VECTOR_WIDTH = {"float32": 8, "float64": 4}
 # Work-groups per compute unit of the grid-stride kernel (the seed: 20 blocks per SM).
 GROUPS_PER_UNIT = 20
 # Device seconds of work per launch once the speed is known; the first launch does
@@ -94,15 +93,9 @@ def resolve_dtype(dtype: Any, *arrays: Any) -> np.dtype:
 
 
 def vector_width(compute: ComputeContext, dtype: np.dtype) -> int:
-    """Frequencies per work-item of the ``vector`` variant: the device's preferred vector
-    width, at least 4 (float32) or 2 (float64), at most 8 or 4 (PoCL builds wider ones badly)."""
-    try:
-        preferred = int(compute.device.preferred_vector_width_float if dtype == np.float32
-                        else compute.device.preferred_vector_width_double)
-    except cl.Error:
-        preferred = 0
-    low = 4 if dtype == np.float32 else 2
-    return min(max(preferred, low), CPU_MAX_VECTOR_WIDTH[np.dtype(dtype).name])
+    """Frequencies per work-item of the ``vector`` variant
+    (:func:`oclsci.runtime.quirks.vector_width`)."""
+    return quirks.vector_width(compute, dtype)
 
 
 def auto_variant(compute: ComputeContext, dtype: Any) -> str:
