@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ from oclsci.runtime.health import (
     disable_unusable_pyopencl_cache,
     empty_platform_reason,
 )
-from oclsci.runtime.icd import register_pip_runtimes
+from oclsci.runtime.icd import INTEL_LIBRARY, INTEL_PLATFORM, register_pip_runtimes
 from oclsci.runtime.timing import Stopwatch
 
 NO_PLATFORM_HELP = (
@@ -56,15 +57,19 @@ def get_platforms() -> list[Any]:
     """Return the OpenCL platforms, or raise :class:`NoPlatformError` with set-up advice.
 
     Runtimes that pip installs unregistered (Intel's, see :mod:`oclsci.runtime.icd`) are registered
-    before the ICD loader first reads its folder.
+    before the ICD loader first reads its folder, and Intel's is listed last, so that the
+    other platforms keep their indices whether or not it is installed.
     """
-    register_pip_runtimes()
+    registered = register_pip_runtimes()
     try:
         platforms = cl.get_platforms()
     except cl.Error as error:
         raise NoPlatformError(NO_PLATFORM_HELP) from error
     if not platforms:
         raise NoPlatformError(NO_PLATFORM_HELP)
+    if any(Path(library).name == INTEL_LIBRARY for library in registered):
+        # Installing the intel extra must not renumber the platforms the user had: last.
+        platforms.sort(key=lambda platform: platform.name.startswith(INTEL_PLATFORM))
     return platforms
 
 

@@ -11,9 +11,13 @@ So oclsci registers it itself, before the loader first lists platforms:
   wherever pip put them, since ``LD_LIBRARY_PATH`` is read only when a process starts;
 * it writes an ICD folder it manages (under ``$XDG_CACHE_HOME/oclsci/icd``, named by a hash
   of its content so that concurrent ranks agree) with the runtime's absolute path and the ICD
-  files that the loader would otherwise have read (``OCL_ICD_VENDORS``'s folder or
+  files that the loader would otherwise have read (``OPENCL_VENDOR_PATH`` or
   /etc/OpenCL/vendors, so that NVIDIA's, ROCm's or Oclgrind's stay listed), and points
   ``OCL_ICD_VENDORS`` at it. Subprocesses inherit it.
+
+A user who sets ``OCL_ICD_VENDORS`` chooses the runtimes: Intel's is then not added (an empty
+folder means no platform, exit 69). Platform indices do not move when the ``intel`` extra is
+installed: :func:`oclsci.runtime.device.get_platforms` lists Intel's pip runtime last.
 
 NVIDIA's driver library, when installed but named by no ICD file (Guix and NixOS profiles),
 is added to that folder the same way.
@@ -38,6 +42,7 @@ from oclsci.runtime.cachedir import cache_home
 
 INTEL_DISTRIBUTION = "intel-opencl-rt"
 INTEL_LIBRARY = "libintelocl.so"
+INTEL_PLATFORM = "Intel(R) OpenCL"  # the start of its platform's name
 # libintelocl.so's DT_NEEDED that pip installs from other distributions (in load order).
 INTEL_DEPENDENCIES = ("libtbb.so.12", "libimf.so", "libsvml.so", "libirng.so", "libintlc.so.5")
 DEPENDENCY_DISTRIBUTIONS = (INTEL_DISTRIBUTION, "intel-cmplr-lib-rt", "tbb")
@@ -181,7 +186,8 @@ def register_pip_runtimes(environ: dict[str, str] | None = None) -> list[str]:
     lines = [entry for entry in loader_icd_lines(environ)
              if not entry[1].startswith("/opt/anaconda1anaconda2anaconda3")]
     added = []
-    if runtime is not None:
+    # OCL_ICD_VENDORS set by the user names the runtimes they want: Intel's is not added.
+    if runtime is not None and not current:
         missing = preload_intel_dependencies(runtime)
         if missing:
             warnings.warn(f"Intel's OpenCL runtime ({runtime}) lacks {', '.join(missing)}; "

@@ -80,7 +80,8 @@ def wheel_loader_reads_its_own_icds() -> bool:
 
 
 def existing_icd_files() -> list[Path]:
-    """The ICD files that the loader would read without ``OCL_ICD_VENDORS``.
+    """The ICD files that the loader would read without ``OCL_ICD_VENDORS``, less Oclgrind's
+    and Intel's pip runtime.
 
     ``OCL_ICD_VENDORS`` naming a folder replaces the default /etc/OpenCL/vendors (and a conda
     environment's ``etc/OpenCL/vendors``), so those are listed again in our folder. The pyopencl
@@ -103,7 +104,12 @@ def existing_icd_files() -> list[Path]:
     files: list[Path] = []
     for folder in folders:
         files.extend(sorted(folder.glob("*.icd")) if folder.is_dir() else [])
-    return [f for f in files if "oclgrind" not in f.read_text(errors="replace").lower()]
+    # Oclgrind's is added by the caller; Intel's pip runtime (oclsci registers it in this
+    # process's OCL_ICD_VENDORS when the intel extra is installed) is not what these folders
+    # are for: a folder the user names lists what they chose.
+    return [f for f in files
+            if not any(word in f.read_text(errors="replace").lower()
+                       for word in ("oclgrind", "libintelocl"))]
 
 
 def make_vendors_dir(folder: str | os.PathLike, *, with_oclgrind: bool = True,

@@ -88,8 +88,9 @@ def test_intel_runtime_registered_beside_existing_icds(tmp_path):
     vendors = tmp_path / "vendors"
     vendors.mkdir()
     (vendors / "other.icd").write_text("/nonexistent/libother.so\n")
-    env = dict(os.environ, OCL_ICD_VENDORS=str(vendors), XDG_CACHE_HOME=str(tmp_path / "c"))
+    env = dict(os.environ, OPENCL_VENDOR_PATH=str(vendors), XDG_CACHE_HOME=str(tmp_path / "c"))
     env.pop("OCLSCI_REGISTER_ICDS", None)
+    env.pop("OCL_ICD_VENDORS", None)
     code = ("import json, os; from oclsci.runtime.device import list_devices; d = list_devices(); "
             "print(json.dumps([os.environ['OCL_ICD_VENDORS'], d]))")
     done = _python(code, env)
@@ -115,3 +116,28 @@ def test_devices_command_lists_intel(tmp_path):
     done = run_cli("devices", env=env)
     assert done.returncode == 0, done.stderr
     assert "Intel(R) OpenCL" in done.stdout and "Portable Computing Language" in done.stdout
+
+
+def test_intel_extra_keeps_the_other_platforms_indices(tmp_path):
+    """Installing the intel extra must not renumber platforms: Intel's is listed last."""
+    _needs_intel()
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
+    env.pop("OCL_ICD_VENDORS", None)
+    done = _python("from oclsci.runtime.device import get_platforms; "
+                   "print([p.name for p in get_platforms()])", env)
+    assert done.returncode == 0, done.stderr
+    names = eval(done.stdout)  # noqa: S307 - a list of names printed by the child
+    assert names[-1].startswith(icd.INTEL_PLATFORM) and len(names) > 1, names
+
+
+def test_a_users_icd_folder_is_respected(tmp_path):
+    """OCL_ICD_VENDORS set by the user names the runtimes: Intel's is not added to it."""
+    _needs_intel()
+    empty = tmp_path / "vendors"
+    empty.mkdir()
+    env = dict(os.environ, OCL_ICD_VENDORS=str(empty), XDG_CACHE_HOME=str(tmp_path / "c"))
+    done = _python("import os; from oclsci.runtime.icd import register_pip_runtimes; "
+                   "print(register_pip_runtimes(), os.environ['OCL_ICD_VENDORS'])", env)
+    assert done.returncode == 0, done.stderr
+    assert "libintelocl" not in done.stdout and done.stdout.split()[-1] == str(empty)
+
