@@ -9,7 +9,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from oclsci import _moved  # noqa: E402
 from oclsci.errors import (  # noqa: E402
     DeviceError,
     InputError,
@@ -18,8 +17,6 @@ from oclsci.errors import (  # noqa: E402
     NoPlatformError,
     OclsciError,
 )
-
-_moved.install()
 
 # Loaded on first use (PEP 562), so that the command line starts NumPy's and the drivers'
 # threads itself, with the stop signals blocked in them (see oclsci.runtime.signals).
