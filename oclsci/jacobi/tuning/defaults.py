@@ -25,9 +25,12 @@ __all__ = ["TEMPORAL_DEFAULTS", "TEMPORAL_FALLBACKS", "auto_kernel", "choose_con
 
 
 def _preferred_configs(name: str, *, is_cpu: bool, dtype: Any, local_mem_bytes: int,
-                       shape: tuple[int, int] | None, compute_units: int) -> list[KernelConfig]:
-    """Configurations of kernel ``name``, best first, before any check of the device's limits."""
-    facts = {"is_cpu": is_cpu, "cus": compute_units, "local_mem": local_mem_bytes}
+                       shape: tuple[int, int] | None, compute_units: int,
+                       max_work_group_size: int) -> list[KernelConfig]:
+    """Configurations of kernel ``name``, best first, before any check of the device's limits.
+    The facts have the keys of :func:`oclsci.jacobi.tuning.search.device_facts`."""
+    facts = {"is_cpu": is_cpu, "cus": compute_units, "local_mem": local_mem_bytes,
+             "max_wg": max_work_group_size}
     return [KernelConfig(name, params, local)
             for params, local in kernels.get(name).defaults(facts, np.dtype(dtype), shape)]
 
@@ -47,7 +50,8 @@ def default_candidates(name: str, *, is_cpu: bool, dtype: Any = np.float32,
     """
     configs = _preferred_configs(name, is_cpu=is_cpu, dtype=dtype,
                                  local_mem_bytes=local_mem_bytes, shape=shape,
-                                 compute_units=compute_units)
+                                 compute_units=compute_units,
+                                 max_work_group_size=max_work_group_size)
     fitting = [config for config in configs
                if config.local_mem_bytes(dtype) <= local_mem_bytes
                and config.work_group_size() <= max_work_group_size]
