@@ -87,16 +87,30 @@ def _show_warnings_as_lines() -> None:
     warnings.showwarning = show
 
 
+# The commands whose ranks work together over MPI: they agree on the command line at start.
+# Others (--version, devices, help) never start MPI: a launcher's task may run them as plain
+# subprocesses, whose MPI connection (PMI's descriptor) is not inherited.
+DISTRIBUTED_COMMANDS = frozenset({"jacobi", "poisson", "mandelbrot", "lombscargle"})
+
+
+def _runs_as_ranks(args: list[str]) -> bool:
+    """Whether ``oclsci ARGS`` runs a distributed command (help excepted)."""
+    words = [arg for arg in args if not arg.startswith("-")]
+    return bool(words) and words[0] in DISTRIBUTED_COMMANDS and \
+        not {"--help", "-h"} & set(args)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``oclsci`` console script."""
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     _show_warnings_as_lines()
     try:
         install_exit_handlers()  # SIGINT too: no KeyboardInterrupt for click to catch
-        if wants_mpi():  # every rank must run the same command: checked once, at start
+        args = list(sys.argv[1:] if argv is None else argv)
+        if wants_mpi() and _runs_as_ranks(args):  # the same command on every rank, at start
             from oclsci.mpi.world import agree_on_command
 
-            agree_on_command(list(sys.argv[1:] if argv is None else argv))
+            agree_on_command(args)
         cli.main(args=argv, prog_name="oclsci", standalone_mode=False)
     except SignalExit as stop:
         written = getattr(stop, "written", None)

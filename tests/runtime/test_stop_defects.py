@@ -248,3 +248,14 @@ def test_poisson_polls_within_a_cycle_whatever_the_grid(compute):
               should_stop=should_stop)
     assert stopped.value.exit_code == 128 + signal.SIGUSR1
     assert "stopped by SIGUSR1 during a cycle" in str(stopped.value)
+
+
+def test_only_distributed_commands_start_mpi_to_agree():
+    """`oclsci --version` or `devices` in a Slurm task's subprocess (no PMI descriptor) must
+    not start MPI: only the commands whose ranks work together agree on the command line."""
+    from oclsci.cli import _runs_as_ranks
+
+    assert _runs_as_ranks(["jacobi", "b.npy", "-n", "10"])
+    assert _runs_as_ranks(["--debug", "poisson", "b.npy"])
+    for args in (["--version"], ["devices"], ["jacobi", "--help"], [], ["selftest"]):
+        assert not _runs_as_ranks(args), args
