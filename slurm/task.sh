@@ -4,6 +4,7 @@
 #
 #   CMD = oclsci   run `oclsci ARGS...`
 #   CMD = report   print this node's name, Python, `oclsci --version` and `oclsci devices`
+#   CMD = mpi-library  print the family of the MPI that mpi4py loads: mpich, openmpi or unknown
 #
 # in oclsci's environment: with OCLSCI_USE_GUIX=yes, in the pinned Guix profile of the node's
 # variant (OCLSCI_GUIX_VARIANT: guix/manifest[-amd|-nvidia].scm [+ guix/manifest-mpi.scm]).
@@ -15,7 +16,7 @@
 # which evaluates nothing. Without Guix, the current Python environment (OCLSCI_PYTHON).
 set -eu
 
-what=${1:?usage: task.sh oclsci|report [ARGS...]}
+what=${1:?usage: task.sh oclsci|report|mpi-library [ARGS...]}
 shift
 root=${OCLSCI_ROOT:?OCLSCI_ROOT is not set (run through slurm/common.sh)}
 rank=${SLURM_PROCID:-0}
@@ -97,6 +98,17 @@ print(f"node {platform.node()}: Python {platform.python_version()} ({sys.executa
       flush=True)
 for args in (["--version"], ["devices"]):
     subprocess.run([sys.executable, "-m", "oclsci", *args], check=False)
+' ;;
+    mpi-library)
+        # Without MPI_Init (a batch shell is no MPI task): the library's own version string.
+        exec "${env_cmd[@]}" "$python" -c '
+import mpi4py
+mpi4py.rc.initialize = False
+from mpi4py import MPI
+text = MPI.Get_library_version().lower()
+print("openmpi" if "open mpi" in text else
+      "mpich" if any(word in text for word in ("mpich", "intel(r) mpi", "mvapich")) else
+      "unknown")
 ' ;;
     *) echo "task.sh: unknown command $what" >&2; exit 2 ;;
 esac

@@ -487,6 +487,33 @@ def _bindings(text: str) -> dict[int, dict]:
 
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpi_present")
+@pytest.mark.parametrize("mpi", ["mpich-pmi2", "openmpi5-pmix"])
+def test_jacobi_mpi_finds_the_plugin_when_mpidefault_is_none(slurm, job_env, mpi_libraries,
+                                                           tmp_path, mpi):
+    """The test cluster's MpiDefault is none: without OCLSCI_SRUN_MPI, jacobi-mpi.sbatch
+    picks the plug-in of the environment's MPI (MPICH: pmi2, Open MPI: pmix) from `srun
+    --mpi=list`, says so, and its ranks form one world (the docs' command as written)."""
+    library = mpi_libraries[mpi]
+    if isinstance(library, Exception):
+        _unavailable(f"{mpi} unavailable", library)
+    mpi_env, _version = library
+    job_env = {k: v for k, v in dict(job_env, **mpi_env).items() if k != "OCLSCI_SRUN_MPI"}
+    inp = write_input(tmp_path / "in.npy", shape=(40, 30))
+    ref = reference(tmp_path, job_env, inp, 300)
+    jobid = submit(slurm, "jacobi-mpi.sbatch", job_env, tmp_path, "--nodes=2",
+                   "--ntasks-per-node=1", input="in.npy", iterations=300, output="mpi.npy")
+    log = tmp_path / f"oclsci-jacobi-mpi-{jobid}.out"
+    finished(slurm, jobid, log)
+    text = log.read_text()
+    plugin = MPI_LAUNCHES[mpi]
+    assert f"srun --mpi={plugin}: Slurm's MpiDefault is none" in text, text
+    assert re.search(rf"run: srun .*--mpi={plugin} .*task\.sh oclsci jacobi", text), text
+    assert sorted(_bindings(text)) == [0, 1], text  # one world of two ranks
+    assert np.array_equal(np.load(tmp_path / "mpi.npy"), ref)
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpi_present")
 @pytest.mark.parametrize("mpi", list(MPI_LAUNCHES))
 @pytest.mark.parametrize("per_node", [1, 2])
 def test_jacobi_mpi_two_nodes_matches_one_process(slurm, job_env, mpi_libraries, tmp_path,
