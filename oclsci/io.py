@@ -84,6 +84,7 @@ def read_npy(path: Path) -> np.ndarray:
     if expected > data_bytes:
         raise InputError(f"{path}: truncated .npy file (header says {expected} bytes of data, "
                          f"file has {data_bytes})")
+    check_host_memory(expected, f"reading {path} ({'x'.join(map(str, shape))} {dtype})")
     try:
         return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:

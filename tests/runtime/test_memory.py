@@ -55,3 +55,20 @@ def test_device_memory_errors_are_invalid_arguments(any_compute):
     with pytest.raises(DeviceMemoryError, match="GiB of global memory") as caught:
         memory.check_memory(any_compute, too_much, "a grid")
     assert isinstance(caught.value, InvalidArgumentError)
+
+
+def test_a_npy_larger_than_memory_is_refused_before_reading(tmp_path):
+    """A .npy whose array needs more host memory than is available: one line naming the
+    size, before NumPy allocates (a sparse file: no disk used)."""
+    import numpy.lib.format as npy_format
+
+    from oclsci.io import read_npy
+
+    path = tmp_path / "huge.npy"
+    shape = (1 << 20, 1 << 19)  # 4 TiB of float64
+    with open(path, "wb") as out:
+        npy_format.write_array_header_1_0(out, {"descr": "<f8", "fortran_order": False,
+                                                "shape": shape})
+        out.truncate(out.tell() + shape[0] * shape[1] * 8)
+    with pytest.raises(InvalidArgumentError, match=r"huge\.npy .* needs .* of host memory"):
+        read_npy(path)
