@@ -77,7 +77,7 @@ def test_nvidia_library_added_only_when_no_icd_names_it(tmp_path, monkeypatch):
 def test_disabled_by_environment(tmp_path):
     env = dict(os.environ, OCLSCI_REGISTER_ICDS="0", XDG_CACHE_HOME=str(tmp_path))
     env.pop("OCL_ICD_VENDORS", None)
-    done = _python("import os; from oclsci import icd; print(icd.register_pip_runtimes(), "
+    done = _python("import os; from oclsci.runtime import icd; print(icd.register_pip_runtimes(), "
                    "os.environ.get('OCL_ICD_VENDORS'))", env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[] None"
