@@ -125,10 +125,24 @@ def print_summary(compute, problem, result: PoissonResult, written: list[str]) -
         f"device time {result.device_seconds:.4f} s ({result.timing_source}); "
         f"wall {result.wall_seconds:.4f} s",
         f"residual    {result.residual:.3e} (||L x - B|| / ||B||)",
-        "history     " + " ".join(f"{value:.2e}" for value in result.residuals),
+        "history     " + history_line(result.residuals),
     ]
     if result.extra.get("mpi"):
         lines.append(f"mpi         {result.extra['mpi']}")
     lines += picture_error_lines(problem, result.x)
     lines += [f"wrote       {path}" for path in written]
     click.echo("\n".join(lines))
+
+
+HISTORY_SHOWN = 12
+
+
+def history_line(residuals: list[float]) -> str:
+    """The residual history for the summary: every value, or, beyond :data:`HISTORY_SHOWN`,
+    the first and last few around how many were left out."""
+    values = [f"{value:.2e}" for value in residuals]
+    if len(values) > HISTORY_SHOWN:
+        half = HISTORY_SHOWN // 2
+        values = [*values[:half], f"... ({len(values) - 2 * half} more) ...", *values[-half:]]
+    return " ".join(values)
+

@@ -482,3 +482,14 @@ def test_bench_poisson_is_named_only():
 
     assert "poisson" not in parse_workloads(["all"])
     assert parse_workloads(["poisson"]) == ["poisson"]
+
+
+def test_summary_history_elides_the_middle_of_a_long_run():
+    from oclsci.cli.poisson import HISTORY_SHOWN, history_line
+
+    short = [1.0, 0.25, 0.0625]
+    assert history_line(short) == "1.00e+00 2.50e-01 6.25e-02"
+    long = [0.5 ** i for i in range(101)]
+    words = history_line(long).split()
+    assert words[0] == "1.00e+00" and float(words[-1]) == pytest.approx(long[-1], rel=1e-2)
+    assert f"({101 - HISTORY_SHOWN} more)" in history_line(long)
