@@ -173,10 +173,13 @@ def large_plan(compute, quick: bool = False) -> tuple[list[int], int, list[str]]
     notes = []
     if compute.is_cpu:
         sizes, iterations = ([1024] if quick else [4096, 8192]), (20 if quick else 50)
-        notes.append("CPU device: 4096^2 and 8192^2 instead of the GPU's 8192^2 and 16384^2, "
-                     "to keep the run short")
     else:
         sizes, iterations = ([4096] if quick else [8192, 16384]), (50 if quick else 200)
+    if compute.is_cpu or quick:
+        gpu_full = "8192^2 and 16384^2"
+        chosen = " and ".join(f"{size}^2" for size in sizes)
+        why = "--quick" if quick else "a CPU device"
+        notes.append(f"{why}: {chosen} instead of {gpu_full}, to keep the run short")
     device = compute.device
     kept = []
     for size in sizes:
