@@ -154,8 +154,6 @@ oclsci_env_summary() {
 }
 
 # ---------------------------------------------------------------------------- jacobi
-# oclsci_jacobi [SRUN-OPTIONS...]: run `oclsci jacobi` as one step, with a checkpoint; when it
-# stops on a signal (time limit near), resubmit this script to resume from the checkpoint.
 # oclsci_srun_mpi: how srun connects the ranks of an MPI script (OCLSCI_GUIX_MPI=yes) with
 # several tasks. OCLSCI_SRUN_MPI, else Slurm's MpiDefault; where that is none, the plug-in that
 # the environment's MPI speaks (MPICH: pmi2, Open MPI: pmix), if `srun --mpi=list` has it.
@@ -164,11 +162,11 @@ oclsci_srun_mpi() {
     [ -z "${OCLSCI_SRUN_MPI:-}" ] && [ "${OCLSCI_GUIX_MPI:-}" = yes ] \
         && [ -n "${SLURM_JOB_ID:-}" ] && [ "${SLURM_NTASKS:-1}" -gt 1 ] || return 0
     local default
-    default=$(scontrol show config 2>/dev/null | sed -n 's/^MpiDefault *= *//p')
+    default=$(scontrol show config 2>/dev/null | sed -n 's/^MpiDefault *= *//p') || default=
     [ -n "$default" ] && [ "$default" != none ] && return 0
     local library plugins order plugin
     library=$("$OCLSCI_ROOT/slurm/task.sh" mpi-library 2>/dev/null) || library=unknown
-    plugins=$(srun --mpi=list 2>&1 | tr -c 'a-z0-9_\n' ' ')
+    plugins=$(srun --mpi=list 2>&1 | tr -c 'a-z0-9_\n' ' ') || plugins=
     case $library in
         mpich) order="pmi2 pmix" ;;
         *) order="pmix pmi2" ;;
@@ -183,6 +181,8 @@ oclsci_srun_mpi() {
     oclsci_die "Slurm's MpiDefault is none and srun offers neither pmi2 nor pmix (srun --mpi=list): set OCLSCI_SRUN_MPI to the plug-in of your MPI (docs/slurm.md)"
 }
 
+# oclsci_jacobi [SRUN-OPTIONS...]: run `oclsci jacobi` as one step, with a checkpoint; when it
+# stops on a signal (time limit near), resubmit this script to resume from the checkpoint.
 oclsci_jacobi() {
     oclsci_srun_mpi
     local jobid=${SLURM_JOB_ID:-local-$$}

@@ -138,10 +138,10 @@ HISTORY_SHOWN = 12
 
 
 def history_line(residuals: list[float]) -> str:
-    """The residual history for the summary: every value, or, beyond :data:`HISTORY_SHOWN`,
-    the first and last few around how many were left out."""
+    """The residual history for the summary: every value, or, beyond :data:`HISTORY_SHOWN`
+    and two, the first and last six around how many were left out."""
     values = [f"{value:.2e}" for value in residuals]
-    if len(values) > HISTORY_SHOWN:
+    if len(values) > HISTORY_SHOWN + 2:  # leave out at least three
         half = HISTORY_SHOWN // 2
         values = [*values[:half], f"... ({len(values) - 2 * half} more) ...", *values[-half:]]
     return " ".join(values)

@@ -69,7 +69,7 @@ def get_platforms() -> list[Any]:
         raise NoPlatformError(NO_PLATFORM_HELP)
     if any(Path(library).name == INTEL_LIBRARY for library in registered):
         # Installing the intel extra must not renumber the platforms the user had: last.
-        platforms.sort(key=lambda platform: platform.name.startswith(INTEL_PLATFORM))
+        platforms.sort(key=lambda platform: platform.name.strip() == INTEL_PLATFORM)
     return platforms
 
 

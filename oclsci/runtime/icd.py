@@ -15,9 +15,11 @@ So oclsci registers it itself, before the loader first lists platforms:
   /etc/OpenCL/vendors, so that NVIDIA's, ROCm's or Oclgrind's stay listed), and points
   ``OCL_ICD_VENDORS`` at it. Subprocesses inherit it.
 
-A user who sets ``OCL_ICD_VENDORS`` chooses the runtimes: Intel's is then not added (an empty
-folder means no platform, exit 69). Platform indices do not move when the ``intel`` extra is
-installed: :func:`oclsci.runtime.device.get_platforms` lists Intel's pip runtime last.
+A user who sets ``OCL_ICD_VENDORS`` chooses the runtimes: Intel's pip runtime is then not
+added (an empty folder means no platform, exit 69, unless NVIDIA's driver is installed and
+named by no ICD file: it is still added, since Guix profiles set ``OCL_ICD_VENDORS`` to
+theirs). Platform indices do not move when the ``intel`` extra is installed:
+:func:`oclsci.runtime.device.get_platforms` lists Intel's pip runtime last.
 
 NVIDIA's driver library, when installed but named by no ICD file (Guix and NixOS profiles),
 is added to that folder the same way.
@@ -42,7 +44,7 @@ from oclsci.runtime.cachedir import cache_home
 
 INTEL_DISTRIBUTION = "intel-opencl-rt"
 INTEL_LIBRARY = "libintelocl.so"
-INTEL_PLATFORM = "Intel(R) OpenCL"  # the start of its platform's name
+INTEL_PLATFORM = "Intel(R) OpenCL"  # its platform's name (Intel's GPU platforms say more)
 # libintelocl.so's DT_NEEDED that pip installs from other distributions (in load order).
 INTEL_DEPENDENCIES = ("libtbb.so.12", "libimf.so", "libsvml.so", "libirng.so", "libintlc.so.5")
 DEPENDENCY_DISTRIBUTIONS = (INTEL_DISTRIBUTION, "intel-cmplr-lib-rt", "tbb")

@@ -23,7 +23,9 @@ kernel keeps no order among pending signals.
 
 SIGHUP and SIGINT inherited as ignored stay ignored: ``nohup`` ignores SIGHUP, and a shell
 script's ``cmd &`` ignores SIGINT, to keep the job running. SIGTERM and SIGUSR1 are how a
-batch system asks for a stop before it kills: oclsci acts on them whatever it inherited.
+batch system asks for a stop before it kills: the ``oclsci`` command acts on them whatever it
+inherited (:func:`install_exit_handlers`); in a program that calls oclsci, a StopFlag leaves
+the program's own SIG_IGN in place.
 """
 
 from __future__ import annotations

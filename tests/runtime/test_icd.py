@@ -7,6 +7,7 @@ an Intel device (CI's second pass), so that a broken install fails instead of sk
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -126,7 +127,7 @@ def test_intel_extra_keeps_the_other_platforms_indices(tmp_path):
     done = _python("from oclsci.runtime.device import get_platforms; "
                    "print([p.name for p in get_platforms()])", env)
     assert done.returncode == 0, done.stderr
-    names = eval(done.stdout)  # noqa: S307 - a list of names printed by the child
+    names = ast.literal_eval(done.stdout.strip())
     assert names[-1].startswith(icd.INTEL_PLATFORM) and len(names) > 1, names
 
 
@@ -139,5 +140,7 @@ def test_a_users_icd_folder_is_respected(tmp_path):
     done = _python("import os; from oclsci.runtime.icd import register_pip_runtimes; "
                    "print(register_pip_runtimes(), os.environ['OCL_ICD_VENDORS'])", env)
     assert done.returncode == 0, done.stderr
-    assert "libintelocl" not in done.stdout and done.stdout.split()[-1] == str(empty)
+    assert "libintelocl" not in done.stdout
+    if icd.unlisted_nvidia_library([]) is None:  # else NVIDIA's driver is added (Guix's case)
+        assert done.stdout.split()[-1] == str(empty)
 

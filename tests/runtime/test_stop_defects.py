@@ -134,21 +134,23 @@ def test_a_rank_waiting_for_another_acts_on_a_signal(tmp_path):
     assert "Traceback" not in stderr
 
 
-def test_a_hangup_inherited_as_ignored_stays_ignored(tmp_path):
-    """`nohup oclsci ...`: SIGHUP is ignored; SIGTERM still stops the run."""
+@pytest.mark.parametrize("ignored", [signal.SIGHUP, signal.SIGINT])
+def test_a_hangup_or_interrupt_inherited_as_ignored_stays_ignored(tmp_path, ignored):
+    """`nohup oclsci ...` (SIGHUP) or a script's `oclsci ... &` (SIGINT): the signal stays
+    ignored; SIGTERM still stops the run."""
     rhs = tmp_path / "b.npy"
     np.save(rhs, np.zeros((32, 32), np.float32) + 1)
     process = subprocess.Popen(
         cli_command("jacobi", rhs, "-n", 10**9, "-o", tmp_path / "x.npy"),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+        preexec_fn=lambda: signal.signal(ignored, signal.SIG_IGN))
     try:
-        def computing() -> bool:  # SIGTERM blocked by the StopFlag (SIGHUP, ignored, is not)
+        def computing() -> bool:  # SIGTERM blocked by the StopFlag (the ignored one is not)
             mask = _mask(process.pid, "SigBlk")
             return bool(mask >> (signal.SIGTERM - 1) & 1) and not mask >> (signal.SIGWINCH - 1) & 1
 
         _wait_for(process, computing, "its compute phase")
-        process.send_signal(signal.SIGHUP)
+        process.send_signal(ignored)
         process.send_signal(signal.SIGTERM)
         code, stderr = finish(process)
     finally:
