@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -18,9 +19,15 @@ import click
 
 DEFAULT_SECONDS = 60.0
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not math.isfinite(value):
+        raise click.BadParameter(f"must be a number of seconds, got {value}")
+    return value
+
+
 progress_every_option = click.option(
     "--progress-every", "progress_every", type=click.FloatRange(min=0), default=DEFAULT_SECONDS,
-    show_default=True, metavar="SECONDS",
+    show_default=True, metavar="SECONDS", callback=_finite,
     help="Without a terminal (a batch job's log): print a progress line every SECONDS, and "
          "one at the end (0: at every poll of the run). With a terminal a bar shows instead.")
 

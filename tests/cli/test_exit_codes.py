@@ -18,7 +18,7 @@ CASES = {
     "elementwise": [(["nosuchop"], 2), (["add", "--size", "0"], 1)],
     "jacobi": [(["{b}", "--kernel", "nope"], 2), (["{b}", "-n", "-3"], 1),
                (["{dir}"], 2), (["{b}", "-n", "1.5"], 2), (["{missing}"], 1),
-               (["{b}", "--device", "no-such-device"], 1)],
+               (["{b}", "--device", "no-such-device"], 1), (["{b}", "--progress-every", "nan"], 2)],
     "laplacian": [(["{missing}"], 1), (["{dir}"], 2)],
     "lombscargle": [(["{b}", "--freqs", "0.1:1:10"], 1), (["{dir}", "--freqs", "0.1:1:10"], 2)],
     "mandelbrot": [(["--width", "0", "--no-image"], 1), (["--kernel", "x"], 2)],
