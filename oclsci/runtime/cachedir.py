@@ -3,8 +3,10 @@ PyOpenCL and PoCL do (tuning results, the managed ICD folder, compiled kernel te
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
+import shutil
 import tempfile
 import warnings
 from pathlib import Path
@@ -42,5 +44,8 @@ def _warn_missing_home(home: str) -> None:
 
 @functools.lru_cache(maxsize=1)
 def _private_temporary_folder() -> Path:
-    """A folder of this process's own (mode 0700), made once per process."""
-    return Path(tempfile.mkdtemp(prefix="oclsci-cache-"))
+    """A folder of this process's own (mode 0700), made once per process and removed when it
+    exits."""
+    folder = tempfile.mkdtemp(prefix="oclsci-cache-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return Path(folder)

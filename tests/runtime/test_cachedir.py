@@ -61,3 +61,17 @@ def test_unwritable_pyopencl_cache_is_turned_off_with_one_warning(tmp_path, monk
     assert pyopencl._PYOPENCL_NO_CACHE and os.environ["PYOPENCL_NO_CACHE"] == "1"
     assert not disable_unusable_pyopencl_cache()  # once only
     assert list(tmp_path.iterdir()) == [tmp_path / "a-file"]  # nothing made to find out
+
+
+def test_the_private_folder_goes_when_the_process_ends(tmp_path):
+    """A job without a home folder leaves no temporary cache behind (one per rank and run)."""
+    import subprocess
+    import sys
+
+    code = ("import warnings; warnings.simplefilter('ignore'); "
+            "from oclsci.runtime.cachedir import cache_home; "
+            f"print(cache_home({{'HOME': {str(tmp_path / 'gone')!r}}}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    folder = Path(done.stdout.strip())
+    assert folder.parent == Path(tempfile.gettempdir()) and not folder.exists()
