@@ -35,21 +35,15 @@ from oclsci.runtime.health import (
     empty_platform_reason,
 )
 from oclsci.runtime.icd import INTEL_LIBRARY, INTEL_PLATFORM, register_pip_runtimes
+from oclsci.runtime.launcher import (  # noqa: F401 - LOCAL_RANK_VARIABLES: public here
+    LOCAL_RANK_VARIABLES,
+    node_local_rank,
+)
 from oclsci.runtime.timing import Stopwatch
 
 NO_PLATFORM_HELP = (
     "no OpenCL platform found: install one for the CPU with " + pip_extra("pocl") + ", or your "
     "GPU vendor's OpenCL driver (ICD); an ICD file in a folder named by OCL_ICD_VENDORS also works"
-)
-
-# Environment variables that launchers set to the node-local rank, in order of trust.
-LOCAL_RANK_VARIABLES = (
-    "OCLSCI_LOCAL_RANK",
-    "SLURM_LOCALID",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "MPI_LOCALRANKID",
-    "PMI_LOCAL_RANK",
-    "MV2_COMM_WORLD_LOCAL_RANK",
 )
 
 
@@ -177,16 +171,6 @@ def parse_test_spec(spec: str, platforms: list[Any],
     if device_index is None or not devices:
         raise _no_match(f"no device of platform {platform_index} matches", spec, platforms, source)
     return platform_index, device_index % len(devices)
-
-
-def node_local_rank(environ: dict[str, str] | None = None) -> int | None:
-    """The node-local rank that a launcher (Slurm, Open MPI, MPICH...) announces, if any."""
-    environ = os.environ if environ is None else environ
-    for name in LOCAL_RANK_VARIABLES:
-        value = environ.get(name, "").strip()
-        if value.isdigit():
-            return int(value)
-    return None
 
 
 def select_device(
