@@ -273,6 +273,30 @@ def test_malformed_or_unfitting_entries_are_ignored(cache, any_compute, recwarn)
     assert all(message.startswith("ignoring") for message in ours), ours
 
 
+def test_streaming_segments_fit_the_grids_height():
+    """On a GPU the default segment height cuts the grid into equal segments (64 to 1024 rows)
+    that fill whole waves of work-groups: on an H200-like device, the heights measured fastest
+    (benchmarks/slab_rates.py) for a whole 16384^2 grid and for one rank's slab of it."""
+    from oclsci.jacobi.specs import streaming
+
+    h200 = {"cus": 132, "max_wg": 1024, "local_mem": 48 * 1024, "is_cpu": False}
+
+    def seg_h(shape, dtype=np.float32, facts=h200):
+        return streaming.defaults(facts, np.dtype(dtype), shape)[0][0]["seg_h"]
+
+    assert seg_h((16384, 16384)) == 256
+    assert seg_h((4079, 16384)) == 128 and seg_h((4130, 16384)) == 130
+    assert seg_h((8175, 16384)) == 171
+    for m in (1025, 2017, 4096, 5793, 8159, 16384, 32768, 65536):
+        for dtype in (np.float32, np.float64):
+            h = seg_h((m, 16384), dtype)
+            assert 64 <= h <= 1024 and h == -(-m // -(-m // h)), (m, h)
+    # CPUs, small grids and facts without the device's size keep the fixed defaults.
+    assert seg_h((4079, 16384), facts=dict(h200, is_cpu=True)) == 256
+    assert seg_h((4079, 16384), facts={}) == 256
+    assert seg_h((512, 512)) == 16
+
+
 # -- the search ---------------------------------------------------------------------------------
 
 def test_streaming_spec_matches_its_template_and_space():

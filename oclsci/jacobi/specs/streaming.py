@@ -103,12 +103,56 @@ def launch(p: Mapping, local_size: Any, m: int, n: int):
             (p["local_w"], 1))
 
 
+# The end of a launch costs about this many work-groups' durations: its last groups finish
+# while no group of the next launch may start. Fitted on an H200 (132 compute units,
+# benchmarks/slab_rates.py, docs/mpi.md): with it, the segment height below was within 1% of
+# the fastest for 16384, 8175, 4130 and 4079 rows of 16384 columns.
+LAUNCH_END_WAVES = 1.6
+
+
+def resident_groups(p: Mapping, itemsize: int, facts: Mapping) -> int:
+    """Work-groups resident at once on one compute unit: registers and local memory allow
+    (a rough estimate)."""
+    local_w = p["local_w"]
+    return max(1, min(32, 2048 // local_w, 65536 // (local_w * registers(p, itemsize)),
+                      (3 * facts["local_mem"]) // max(1, local_mem(p, itemsize))))
+
+
+def segment_height(p: Mapping, shape: tuple[int, int], itemsize: int, facts: Mapping) -> int:
+    """The height of ``m / k`` rows (64 to 1024) whose launch should take least: whole
+    waves of work-groups over the device's compute units, each group's rows plus the
+    segment's ``(1 + rows_apart) x max_steps`` extra rows, and the launch's end. Short grids
+    (one rank's slab) gain most: a quarter of 16384^2 ran 11% faster on an H200 at 128 rows
+    than at 256."""
+    m, n = shape
+    extra = (1 + rows_apart(p)) * p["max_steps"]
+    strips = math.ceil((n + 1) / halos(p)[1])
+    capacity = facts["cus"] * resident_groups(p, itemsize, facts)
+    heights = {math.ceil(m / k) for k in range(1, m // 64 + 1)}
+    heights = [h for h in heights if max(64, 2 * p["max_steps"]) <= h <= 1024]
+    if not heights:
+        return p["seg_h"]
+
+    def estimate(h: int) -> tuple[float, int]:
+        waves = math.ceil(strips * math.ceil(m / h) / capacity)
+        return (waves + LAUNCH_END_WAVES) * (h + extra), h
+    return min(heights, key=estimate)
+
+
 def defaults(facts: Mapping, dtype: Any, shape: Any) -> list:
-    """The first that fits the device wins."""
+    """The first that fits the device wins; on a GPU (facts given), segments cut to fit the
+    grid's height (:func:`segment_height`)."""
     large = shape is not None and shape[0] * shape[1] > 2**20
-    choices = (STREAMING_DEFAULTS[("large" if large else "small", np.dtype(dtype).itemsize)]
-               + STREAMING_FALLBACKS)
-    return [(dict(zip(KEYS, values, strict=True)), None) for values in choices]
+    itemsize = np.dtype(dtype).itemsize
+    choices = STREAMING_DEFAULTS[("large" if large else "small", itemsize)] + STREAMING_FALLBACKS
+    fit = large and {"cus", "local_mem"} <= set(facts) and not facts.get("is_cpu", True)
+    found = []
+    for values in choices:
+        params = dict(zip(KEYS, values, strict=True))
+        if fit:
+            params["seg_h"] = segment_height(params, tuple(shape), itemsize, facts)
+        found.append((params, None))
+    return found
 
 
 def registers(p: Mapping, itemsize: int) -> int:
@@ -164,8 +208,7 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     if tile_w < 1:
         return math.inf
     groups = math.ceil((n + 1) / tile_w) * math.ceil(m / seg_h)
-    per_cu = max(1, min(32, 2048 // local_w, 65536 // (local_w * registers(p, itemsize)),
-                        (3 * facts["local_mem"]) // max(1, local_mem(p, itemsize))))
+    per_cu = resident_groups(p, itemsize, facts)
     waves = math.ceil(groups / (facts["cus"] * per_cu))
     rows = min(seg_h, m) + (1 + rows_apart(p)) * k
     rate = (16e9 if itemsize == 4 else 8e9) * min(1.0, per_cu * local_w / 512)
