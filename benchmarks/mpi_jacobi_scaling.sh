@@ -4,7 +4,8 @@
 # strong on 16384^2 (and 32768^2 for P >= 4), weak on 16384^2 per GPU; the exchange overlapped
 # (the GPU default) and not (OCLSCI_MPI_OVERLAP=0); the default exchange period and PERIODS
 # (default 32 48: multiples of both temporal's 8 or 16 and streaming's 16 steps per launch in
-# float32; other periods add a launch per exchange); a short run
+# float32; other periods add a launch per exchange); rows between the node's ranks through
+# MPI's copy (OCLSCI_MPI_NODE_RANKS=1) rather than shared memory (the default); a short run
 # (2000 steps: start-up skew between ranks included). Every strong-scaling output is compared
 # bit for bit with one GPU's (the weak run's grid has no one-GPU run). Compare figures within
 # one run only.
@@ -33,9 +34,10 @@ mkdir -p "$dir"
 read -r -a launcher <<< "${MPIEXEC:-mpiexec}"
 if "${launcher[@]}" --version 2>&1 | grep -qi "open mpi\|openrte"; then
     for var in PYTHONPATH OCL_ICD_VENDORS PYTHONUNBUFFERED OCLSCI_MPI_OVERLAP \
-               OCLSCI_MPI_EXCHANGE_EVERY; do launcher+=(-x "$var"); done
+               OCLSCI_MPI_EXCHANGE_EVERY OCLSCI_MPI_NODE_RANKS; do launcher+=(-x "$var"); done
 fi
-export OCLSCI_MPI_OVERLAP=${OCLSCI_MPI_OVERLAP:-auto} OCLSCI_MPI_EXCHANGE_EVERY=
+export OCLSCI_MPI_OVERLAP=${OCLSCI_MPI_OVERLAP:-auto} OCLSCI_MPI_EXCHANGE_EVERY= \
+    OCLSCI_MPI_NODE_RANKS=
 echo "oclsci $(python3 -m oclsci --version 2>&1 | tail -1); $P ranks; $N steps; $(date -u +%FT%TZ)"
 python3 - "$P" "$dir" "$SIZE" <<'PY'
 import sys
@@ -64,6 +66,8 @@ same "strong, overlapped" "$dir/one.npy" "$dir/strong.npy"
 run "${mpi[@]}" "$dir/weak.npy" -n "$N" -o "$dir/weak_out.npy"
 OCLSCI_MPI_OVERLAP=0 run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong0.npy"
 same "strong, not overlapped" "$dir/one.npy" "$dir/strong0.npy"
+OCLSCI_MPI_NODE_RANKS=1 run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong_mpi.npy"
+same "strong, every row through MPI" "$dir/one.npy" "$dir/strong_mpi.npy"
 for period in $PERIODS; do
     OCLSCI_MPI_EXCHANGE_EVERY=$period run "${mpi[@]}" "$dir/b16k.npy" -n "$N" \
         -o "$dir/strong$period.npy"

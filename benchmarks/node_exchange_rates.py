@@ -7,7 +7,9 @@ Rank 0 prints, per message size: device-to-host and host-to-device copy times fr
 (driver-allocated), pageable (NumPy) and MPI shared-window memory; MPI's Sendrecv between
 ranks 0 and 1 of pinned host buffers; the whole hand-over of rows from device 0 to device 1
 through MPI (copy out, Send/Recv, copy in) and through a shared window (copy out into the
-window, an 8-byte message, copy in from the window); and, in one process, a copy between
+window, an 8-byte message, copy in from the window), before and after the window is wrapped
+in an OpenCL buffer (``CL_MEM_USE_HOST_PTR``: NVIDIA's driver then page-locks it, as
+oclsci.mpi.transport does); and, in one process, a copy between
 two devices' buffers of one context (does the driver go peer to peer?), and the same through
 page-locked host memory of that context. Each figure is the
 median of REPEAT runs after one warm-up, in microseconds.
@@ -44,8 +46,16 @@ def _time(action, repeat: int = REPEAT) -> float:
     return _median_us(samples)
 
 
+def register(compute, host: np.ndarray) -> cl.Buffer:
+    """``host`` wrapped as a buffer (``CL_MEM_USE_HOST_PTR``), as oclsci.mpi.transport does:
+    NVIDIA's driver page-locks the memory while the buffer lives."""
+    return cl.Buffer(compute.context, cl.mem_flags.READ_WRITE | cl.mem_flags.USE_HOST_PTR,
+                     hostbuf=host)
+
+
 def copy_rates(compute, nbytes: int, window_rows: np.ndarray) -> dict[str, float]:
-    """Blocking copy times between this rank's device and three kinds of host memory."""
+    """Blocking copy times between this rank's device and four kinds of host memory: pinned
+    by the driver, pageable, the shared window, and the window once wrapped in a buffer."""
     queue = compute.queue
     device = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE, nbytes)
     hosts = {"pinned": pinned_empty(compute, (nbytes,), np.uint8),
@@ -56,17 +66,27 @@ def copy_rates(compute, nbytes: int, window_rows: np.ndarray) -> dict[str, float
                                                                       is_blocking=True))
         result[f"H2D {name}"] = _time(lambda h=host: cl.enqueue_copy(queue, device, h,
                                                                       is_blocking=True))
+    wrapped = register(compute, window_rows[:nbytes])
+    host = hosts["window"]
+    result["D2H window, registered"] = _time(lambda: cl.enqueue_copy(queue, host, device,
+                                                                     is_blocking=True))
+    result["H2D window, registered"] = _time(lambda: cl.enqueue_copy(queue, device, host,
+                                                                     is_blocking=True))
+    wrapped.release()
     return result
 
 
 def hand_over(comm, node, compute, nbytes: int, window: np.ndarray,
               peer_window: np.ndarray | None) -> dict[str, float]:
-    """Rows from device 0 to device 1: through MPI's copy, and through the shared window."""
+    """Rows from device 0 to device 1: through MPI's copy, and through the shared window
+    (copy out into rank 0's part, an 8-byte message, copy in from there), before and after
+    both ranks registered that part; the last hand-over's bytes are checked on rank 1."""
     rank, queue = comm.rank, compute.queue
     device = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE, nbytes)
     staged = pinned_empty(compute, (nbytes,), np.uint8)
     flag = np.zeros(1, np.int64)
     result: dict[str, float] = {}
+    pattern = [0]
 
     def through_mpi() -> None:
         if rank == 0:
@@ -79,7 +99,9 @@ def hand_over(comm, node, compute, nbytes: int, window: np.ndarray,
             comm.Send(flag, dest=0, tag=2)
 
     def through_window() -> None:
+        pattern[0] = (pattern[0] + 1) % 251
         if rank == 0:
+            cl.enqueue_fill_buffer(queue, device, np.uint8(pattern[0]), 0, nbytes)
             cl.enqueue_copy(queue, window[:nbytes], device, is_blocking=True)
             comm.Send(flag, dest=1, tag=3)
             comm.Recv(flag, source=1, tag=4)
@@ -88,9 +110,21 @@ def hand_over(comm, node, compute, nbytes: int, window: np.ndarray,
             cl.enqueue_copy(queue, device, peer_window[:nbytes], is_blocking=True)
             comm.Send(flag, dest=0, tag=4)
 
-    for name, action in (("hand-over MPI", through_mpi), ("hand-over window", through_window)):
-        comm.Barrier()
-        result[name] = _time(action)
+    comm.Barrier()
+    result["hand-over MPI"] = _time(through_mpi)
+    comm.Barrier()
+    result["hand-over window"] = _time(through_window)
+    wrapped = register(compute, (window if rank == 0 else peer_window)[:nbytes]) \
+        if rank in (0, 1) else None
+    comm.Barrier()
+    result["hand-over window, registered"] = _time(through_window)
+    if rank == 1:
+        check = np.empty(nbytes, np.uint8)
+        cl.enqueue_copy(queue, check, device, is_blocking=True)
+        print(f"rank 1: the window's hand-over of {nbytes} bytes arrived intact: "
+              f"{bool((check == pattern[0]).all())}", flush=True)
+    if wrapped is not None:
+        wrapped.release()
     comm.Barrier()
     send, recv = pinned_empty(compute, (nbytes,), np.uint8), pinned_empty(compute, (nbytes,),
                                                                            np.uint8)

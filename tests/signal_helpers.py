@@ -8,6 +8,7 @@ a slow or a loaded machine. Timeouts only turn a hang into a failure.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import time
@@ -56,6 +57,44 @@ def wait_until_computing(process: subprocess.Popen) -> None:
     signals (SIGHUP among them, which it blocks nowhere else) and collects them by polling;
     context creation, kernel builds and launches all happen inside it."""
     _wait_for(process, lambda: _computing(process.pid), "its compute phase")
+
+
+def rank_pids(launcher_pid: int) -> list[int]:
+    """The oclsci processes below ``launcher_pid`` (mpiexec's ranks, or the process itself)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [launcher_pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                words = cmdline.read().split(b"\0")
+        except OSError:
+            continue
+        if b"oclsci" in words and b"-m" in words and b"mpiexec" not in words[0]:
+            found.append(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def wait_until_ranks_compute(process: subprocess.Popen, ranks: int) -> list[int]:
+    """The pids of ``ranks`` oclsci processes under ``process``, once all are computing."""
+    deadline = time.monotonic() + HANG
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"ended early with {process.returncode}"
+        pids = rank_pids(process.pid)
+        if len(pids) == ranks and all(_computing(pid) for pid in pids):
+            return pids
+        time.sleep(0.02)
+    process.kill()
+    raise AssertionError("the ranks never reached their compute phase")
 
 
 def wait_until_handling(process: subprocess.Popen, signum: int = 15) -> None:

@@ -175,7 +175,11 @@ class DistributedJacobi:
         sizes = sorted({slab.rows for slab in self.decomposition.slabs})
         rows = "-".join(str(v) for v in (sizes[0], sizes[-1])) if len(sizes) > 1 \
             else str(sizes[0])
-        overlap = f" ({self.solver.describe()} on rank 0)" if self.overlapped else ""
+        transport = getattr(self.halo, "transport", None)
+        if self.overlapped:
+            overlap = f" ({self.solver.describe()} on rank 0)"
+        else:
+            overlap = f" ({transport.describe()} on rank 0)" if transport else ""
         return (f"{self.world.size} ranks, 1-D slabs of {rows} rows{overlap}, "
                 f"{self.decomposition.halo} ghost rows per side, exchange every {self.period} "
                 "steps")

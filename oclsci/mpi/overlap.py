@@ -29,8 +29,8 @@ import pyopencl as cl
 from oclsci.errors import InputError
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.mpi.slabs import EXCHANGE_PHASES, Decomposition, Slab
-from oclsci.mpi.world import TAG_HALO, World
-from oclsci.runtime.hostmem import pinned_empty
+from oclsci.mpi.transport import RowTransport
+from oclsci.mpi.world import World
 
 
 def wants_overlap(compute: Any, environ: Any = None) -> bool:
@@ -103,25 +103,22 @@ class OverlappedSlab:
         self.dtype = any_solver.dtype
         self.row_stride = any_solver.row_stride
 
-        def host_rows(count: int) -> np.ndarray:
-            return pinned_empty(compute, (count, self.row_stride), self.dtype)
-
-        # (other rank, own piece, first global row, host rows) per message; both sides list
-        # them in the order of decomposition.transfers(), so MPI matches them in order.
+        # (other rank, own piece, first global row, rows) per transfer; both sides list them
+        # in the order of decomposition.transfers(), so messages match in order.
         self.sends, self.receives, self.local_copies = [], [], []
         for source, dest, first, stop in decomposition.transfers():
             if owners[source] == rank and owners[dest] == rank:
                 self.local_copies.append((source, dest, first, stop))
             elif owners[source] == rank:
-                self.sends.append((owners[dest], source, first, host_rows(stop - first)))
+                self.sends.append((owners[dest], source, first, stop - first))
             elif owners[dest] == rank:
-                self.receives.append((owners[source], dest, first, host_rows(stop - first)))
+                self.receives.append((owners[source], dest, first, stop - first))
+        self.transport: RowTransport | None = None  # made at the first exchange (collective)
         # Strips (pieces that send to other ranks) step first, so that their rows are ready
         # early; the interior after them.
         senders = {piece for _, piece, _, _ in self.sends}
         self.order = sorted(self.pieces, key=lambda index: (index not in senders, index))
         self._last_events: dict[int, Any] = {}
-        self._pending_sends: list = []
         self._pending_writes: list = []
         self._unsettled: list = []  # (interior's last event, host-to-device events)
         self.exchanges = 0
@@ -188,22 +185,26 @@ class OverlappedSlab:
     def exchange(self, solver: Any = None) -> None:
         """Refresh every sub-slab's ghost and fixed rows: from other ranks by MPI, between
         sub-slabs on the device. Waits on the host only for the strips' rows."""
-        comm, copies, queue = self.world.comm, self.compute.copy_queue, self.compute.queue
-        # The last exchange's copies out of the host rows and its sends must be done before
-        # those rows are reused (they are, long since, unless the device is far behind).
-        self.world.MPI.Request.Waitall(self._pending_sends)
+        copies, queue = self.compute.copy_queue, self.compute.queue
+        if self.transport is None:
+            self.transport = RowTransport(
+                self.world, self.compute, [(other, rows) for other, _, _, rows in self.sends],
+                [(other, rows) for other, _, _, rows in self.receives], self.row_stride,
+                self.dtype)
+        transport = self.transport
+        # The last exchange's copies out of the host rows must be done before those rows are
+        # reused (they are, long since, unless the device is far behind); then its sends.
         clock = time.perf_counter()
         _wait(self._pending_writes)
         if not self.compute.profiling:  # the copies' own times are unknown: the wait's
             self._phases["host-to-device"] += time.perf_counter() - clock
+        transport.begin()
         clock = time.perf_counter()
-        receives = [comm.Irecv(rows, source=other, tag=TAG_HALO)
-                    for other, _, _, rows in self.receives]
-        reads = [cl.enqueue_copy(copies, rows, self.solvers[index].x_buffer, is_blocking=False,
-                                 src_offset=self._offset(index, first),
+        reads = [cl.enqueue_copy(copies, transport.outbox(k), self.solvers[index].x_buffer,
+                                 is_blocking=False, src_offset=self._offset(index, first),
                                  wait_for=[self._last_events[index]]
                                  if index in self._last_events else None)
-                 for _, index, first, rows in self.sends]
+                 for k, (_, index, first, _) in enumerate(self.sends)]
         copies.flush()
         _wait(reads)
         self._settle()
@@ -211,14 +212,14 @@ class OverlappedSlab:
                                            if self.compute.profiling
                                            else time.perf_counter() - clock)
         clock = time.perf_counter()
-        self._pending_sends = [comm.Isend(rows, dest=other, tag=TAG_HALO)
-                               for other, _, _, rows in self.sends]
-        self.world.MPI.Request.Waitall(receives)
+        transport.send()
+        transport.wait_receives()
         self._phases["MPI"] += time.perf_counter() - clock
         writes = []
-        for _, index, first, rows in self.receives:
+        for k, (_, index, first, _) in enumerate(self.receives):
             for buffer in self.solvers[index].x_buffers:
-                writes.append(cl.enqueue_copy(copies, buffer, rows, is_blocking=False,
+                writes.append(cl.enqueue_copy(copies, buffer, transport.inbox(k),
+                                              is_blocking=False,
                                               dst_offset=self._offset(index, first)))
         copies.flush()
         # Rows between sub-slabs: on the device queue, after this period's steps and after the
@@ -258,8 +259,8 @@ class OverlappedSlab:
         self._unsettled = still
 
     def _finish(self) -> None:
-        self.world.MPI.Request.Waitall(self._pending_sends)
-        self._pending_sends = []
+        if self.transport is not None:
+            self.transport.complete()
         self.compute.copy_queue.finish()
         self.compute.queue.finish()
         self._settle()
@@ -292,9 +293,8 @@ class OverlappedSlab:
         On a stop, the last exchange's sends are completed (MPI wants them done before it
         finalises; their rows have arrived, the neighbours waited for them)."""
         stop, launches = self.world.agree_stop(stop, launches)
-        if stop:
-            self.world.MPI.Request.Waitall(self._pending_sends)
-            self._pending_sends = []
+        if stop and self.transport is not None:
+            self.transport.complete()
         return stop, launches
 
     def owned_rows(self, solver: Any = None) -> tuple[int, int]:
@@ -305,8 +305,9 @@ class OverlappedSlab:
         """The sub-slabs, for summaries."""
         rows = "+".join(str(piece.rows) for _, piece in sorted(self.pieces.items()))
         strips = "".join(f", strips: {config.describe()}" for config in self.strip_configs)
+        route = f", {self.transport.describe()}" if self.transport is not None else ""
         return (f"sub-slabs of {rows} rows{strips}, exchanges overlapped with the interior's "
-                "steps")
+                f"steps{route}")
 
 
 def _wait(events: list) -> None:

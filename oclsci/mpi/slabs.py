@@ -19,8 +19,8 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.errors import InputError
-from oclsci.mpi.world import TAG_HALO, World
-from oclsci.runtime.hostmem import pinned_empty
+from oclsci.mpi.transport import RowTransport
+from oclsci.mpi.world import World
 from oclsci.runtime.partition import split_rows
 
 # Steps between exchanges when the kernel does one step per launch (seed, coalesced).
@@ -166,22 +166,12 @@ class SlabHalo:
         moves = decomposition.transfers()
         self.sends = [(dest, a, b) for source, dest, a, b in moves if source == world.rank]
         self.receives = [(source, a, b) for source, dest, a, b in moves if dest == world.rank]
-        self.blocks = decomposition.needed(world.rank)  # contiguous row ranges written back
-        self._buffers: dict = {}
+        self.transport: RowTransport | None = None  # made at the first exchange (collective)
         self.exchanges = 0
         self.seconds = 0.0
         # Where the exchange time goes (seconds, summed over exchanges): EXCHANGE_PHASES.
         self.phase_seconds = dict.fromkeys(EXCHANGE_PHASES, 0.0)
         self.bytes_received = 0
-
-    def _host_rows(self, key: Any, rows: int, solver: Any) -> np.ndarray:
-        """A kept host array of ``rows`` padded rows, in pinned (page-locked) memory when
-        the OpenCL driver gives it (faster copies to and from GPUs)."""
-        key = (key, rows, solver.row_stride, solver.dtype.str)
-        if key not in self._buffers:
-            self._buffers[key] = pinned_empty(solver.compute, (rows, solver.row_stride),
-                                              solver.dtype)
-        return self._buffers[key]
 
     def _read_rows(self, solver: Any, first: int, out: np.ndarray) -> Any:
         """Start copying padded rows from ``first`` into ``out``; return an event or None."""
@@ -197,33 +187,30 @@ class SlabHalo:
         if not self.sends and not self.receives:
             return
         solver.compute.queue.finish()  # the steps before count as compute, not as exchange
+        if self.transport is None:
+            self.transport = RowTransport(
+                self.world, solver.compute, [(dest, b - a) for dest, a, b in self.sends],
+                [(source, b - a) for source, a, b in self.receives], solver.row_stride,
+                solver.dtype)
+        transport = self.transport
         started = time.perf_counter()
+        transport.begin()
         clock = started
-        comm = self.world.comm
-        blocks = [(start, self._host_rows(("in", index), stop - start, solver))
-                  for index, (start, stop) in enumerate(self.blocks)]
-        receive_requests = []
-        for source, a, b in self.receives:
-            for start, block in blocks:
-                if start <= a and b <= start + len(block):
-                    receive_requests.append(
-                        comm.Irecv(block[a - start:b - start], source=source, tag=TAG_HALO))
-                    break
-        outgoing = [(dest, self._host_rows(("out", dest), b - a, solver), a)
-                    for dest, a, b in self.sends]
-        events = [self._read_rows(solver, self.slab.local(a), rows) for _, rows, a in outgoing]
+        events = [self._read_rows(solver, self.slab.local(a), transport.outbox(k))
+                  for k, (_, a, _) in enumerate(self.sends)]
         events = [event for event in events if event is not None]
         if events:
             cl.wait_for_events(events)
         clock = self._lap("device-to-host", clock)
-        send_requests = [comm.Isend(rows, dest=dest, tag=TAG_HALO) for dest, rows, _ in outgoing]
-        self.world.MPI.Request.Waitall(receive_requests)
+        transport.send()
+        transport.wait_receives()
         clock = self._lap("MPI", clock)
-        for start, block in blocks:
-            solver.write_rows(self.slab.local(start), block)
-            self.bytes_received += block.nbytes
+        for k, (_, a, _) in enumerate(self.receives):
+            rows = transport.inbox(k)
+            solver.write_rows(self.slab.local(a), rows)  # finished when it returns
+            self.bytes_received += rows.nbytes
         clock = self._lap("host-to-device", clock)
-        self.world.MPI.Request.Waitall(send_requests)
+        transport.complete()
         finished = self._lap("MPI", clock)
         self.exchanges += 1
         self.seconds += finished - started  # the phases sum to this exactly

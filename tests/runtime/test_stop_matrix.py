@@ -12,14 +12,13 @@ import pty
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import cli_command
 from mpi_launch import launch_env, mpi_missing, mpiexec_command
-from signal_helpers import HANG, _computing
+from signal_helpers import HANG, wait_until_ranks_compute
 
 pytestmark = pytest.mark.slow
 
@@ -46,43 +45,6 @@ def _commands(folder: Path, ranks: int) -> dict[str, list]:
         "lombscargle": ["lombscargle", folder / "ls.npy", "--freqs", "0.01:10:40000000",
                         "-o", out],
     }
-
-
-def _rank_pids(launcher_pid: int) -> list[int]:
-    """The oclsci processes below ``launcher_pid`` (mpiexec's ranks, or the process itself)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
-                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [launcher_pid]
-    while todo:
-        pid = todo.pop()
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                words = cmdline.read().split(b"\0")
-        except OSError:
-            continue
-        if b"oclsci" in words and b"-m" in words and b"mpiexec" not in words[0]:
-            found.append(pid)
-        todo += children.get(pid, [])
-    return found
-
-
-def _wait_until_ranks_compute(process: subprocess.Popen, ranks: int) -> list[int]:
-    deadline = time.monotonic() + HANG
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"ended early with {process.returncode}"
-        pids = _rank_pids(process.pid)
-        if len(pids) == ranks and all(_computing(pid) for pid in pids):
-            return pids
-        time.sleep(0.02)
-    process.kill()
-    raise AssertionError("the ranks never reached their compute phase")
 
 
 def _start(args: list, ranks: int, terminal: bool, folder: Path):
@@ -134,7 +96,7 @@ def test_every_command_stops_on_every_stop_signal(tmp_path, command, signum, ran
     args = _commands(tmp_path, ranks)[command]
     process, tty = _start(args, ranks, terminal, tmp_path)
     try:
-        for pid in _wait_until_ranks_compute(process, ranks):
+        for pid in wait_until_ranks_compute(process, ranks):
             os.kill(pid, signum)  # as Slurm signals every task of a step
         code, output = _finish(process, tty)
     finally:

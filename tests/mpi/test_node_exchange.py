@@ -1,0 +1,92 @@
+"""Halo rows between ranks of one node through shared memory, between "nodes" through MPI
+(``OCLSCI_MPI_NODE_RANKS`` cuts one machine into nodes): results bit-identical to one device,
+with whole and overlapped slabs, checkpoints and a stop signal (oclsci/mpi/transport.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import numpy as np
+import pytest
+from conftest import DEVICE_SPECS, cli_command, tool_missing
+from mpi_launch import assert_ok, launch_env, mpi_missing, mpiexec_command, run_oclsci
+from signal_helpers import finish, wait_until_ranks_compute
+
+from oclsci.errors import InputError
+from oclsci.mpi.transport import node_ranks_setting
+
+pytestmark = pytest.mark.mpi
+
+DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
+STEPS = 101  # 12 exchanges at a period of 8: both slots of every transfer reused, then a rest
+
+
+@pytest.fixture
+def rhs(tmp_path):
+    if mpi_missing():
+        tool_missing(mpi_missing())
+    path = tmp_path / "rhs.npy"
+    np.save(path, np.random.default_rng(34).standard_normal((203, 45)) * 10)
+    return path
+
+
+def test_node_ranks_setting():
+    assert node_ranks_setting({}) is None
+    assert node_ranks_setting({"OCLSCI_MPI_NODE_RANKS": " 2"}) == 2
+    for bad in ("0", "-1", "two", "1.5"):
+        with pytest.raises(InputError, match="OCLSCI_MPI_NODE_RANKS must be a positive integer"):
+            node_ranks_setting({"OCLSCI_MPI_NODE_RANKS": bad})
+
+
+# (ranks, OCLSCI_MPI_NODE_RANKS, what the summary says of the rows' route); "" = one node.
+ROUTES = [
+    (2, "", "rows through shared memory"),
+    (2, "1", "rows through MPI"),
+    (3, "2", "rows through shared memory on the node, through MPI between nodes"),
+    (4, "2", "rows through shared memory on the node, through MPI between nodes"),
+    (4, "", "rows through shared memory"),
+]
+
+
+@pytest.mark.parametrize("overlap", ["1", "0"], ids=["overlapped", "slabs"])
+@pytest.mark.parametrize("ranks,node_ranks,route", ROUTES,
+                         ids=[f"p{p}-node{n or 'all'}" for p, n, _ in ROUTES])
+def test_bit_identical_through_shared_memory_and_mpi(rhs, tmp_path, ranks, node_ranks, route,
+                                                     overlap):
+    common = [rhs, "-n", STEPS, "--kernel", "coalesced", "--device", DEVICE]
+    assert_ok(run_oclsci(["jacobi", *common, "-q", "-o", tmp_path / "one.npy"]))
+    result = assert_ok(run_oclsci(
+        ["jacobi", *common, "-o", tmp_path / "p.npy"], ranks=ranks,
+        extra_env={"OCLSCI_MPI_NODE_RANKS": node_ranks, "OCLSCI_MPI_OVERLAP": overlap}))
+    assert np.array_equal(np.load(tmp_path / "p.npy"), np.load(tmp_path / "one.npy"))
+    # Rank 0's route: its neighbour is rank 1.
+    rank0 = "rows through MPI" if node_ranks == "1" else "rows through shared memory"
+    assert f"{rank0} on rank 0)" in result.stdout, result.stdout
+
+
+def test_a_stop_on_split_nodes_checkpoints_and_resumes_bit_identical(rhs, tmp_path):
+    """SIGTERM to one rank of a 3-rank run cut into two nodes: every rank stops at one step
+    after the checkpoint (exit 75); resumed on 2 ranks of one node it ends where one device
+    ends."""
+    checkpoint = tmp_path / "run.npz"
+    env = launch_env({"OCLSCI_MPI_NODE_RANKS": "2", "OCLSCI_MPI_OVERLAP": "1"})
+    command = cli_command("jacobi", rhs, "-n", 10**9, "--kernel", "coalesced", "--device",
+                          DEVICE, "--checkpoint", checkpoint, "-o", tmp_path / "never.npy",
+                          launcher=[*mpiexec_command(), "-n", "3"])
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=env, cwd=tmp_path)
+    pids = wait_until_ranks_compute(process, 3)
+    os.kill(pids[-1], signal.SIGTERM)
+    code, stderr = finish(process)
+    assert code == 75, stderr
+    assert not (tmp_path / "never.npy").exists()
+    with np.load(checkpoint) as state:
+        stopped = int(state["iteration"])
+    total = stopped + 37
+    common = ["-n", total, "--kernel", "coalesced", "--device", DEVICE, "-q"]
+    assert_ok(run_oclsci(["jacobi", rhs, *common, "-o", tmp_path / "one.npy"]))
+    assert_ok(run_oclsci(["jacobi", "--resume", checkpoint, *common, "-o", tmp_path / "p2.npy"],
+                         ranks=2, extra_env={"OCLSCI_MPI_OVERLAP": "1"}))
+    assert np.array_equal(np.load(tmp_path / "p2.npy"), np.load(tmp_path / "one.npy"))
