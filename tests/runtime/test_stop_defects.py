@@ -18,8 +18,15 @@ import numpy as np
 import pytest
 from conftest import cli_command, start_cli
 from mpi_launch import launch_env, mpi_missing, mpiexec_command
-from signal_helpers import HANG, _mask, _wait_for, finish, wait_until_computing
-from test_stop_matrix import _rank_pids, _wait_until_ranks_compute
+from signal_helpers import (
+    HANG,
+    _mask,
+    _wait_for,
+    finish,
+    rank_pids,
+    wait_until_computing,
+    wait_until_ranks_compute,
+)
 
 from oclsci.jacobi.checkpoint import load_checkpoint
 
@@ -76,7 +83,7 @@ def test_lombscargle_ranks_stop_together_when_one_rank_is_signalled(tmp_path):
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=launch_env())
     try:
-        pids = _wait_until_ranks_compute(process, 2)
+        pids = wait_until_ranks_compute(process, 2)
         os.kill(max(pids), signal.SIGTERM)  # one rank only
         code, stderr = finish(process)
     finally:
@@ -121,7 +128,7 @@ def test_a_rank_waiting_for_another_acts_on_a_signal(tmp_path):
                 writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
             except OSError:
                 time.sleep(0.02)
-        for pid in _rank_pids(process.pid):
+        for pid in rank_pids(process.pid):
             os.kill(pid, signal.SIGTERM)
         code, stderr = finish(process)
     finally:
