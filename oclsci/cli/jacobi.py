@@ -12,7 +12,7 @@ import functools
 import click
 import numpy as np
 
-from oclsci.cli.options import device_option, quiet_option
+from oclsci.cli.options import device_option, launched_world, quiet_option
 from oclsci.cli.progress import progress_every_option, progress_maker
 from oclsci.io import check_inputs_kept, check_output_path, read_array, write_array
 from oclsci.jacobi.checks import check_finite, validate_grid
@@ -24,7 +24,6 @@ from oclsci.jacobi.job import (  # noqa: F401 - Problem, load_problem: public na
     load_problem,
 )
 from oclsci.jacobi.reference import laplacian
-from oclsci.mpi import SlabPlacement, mpi_world
 
 
 @click.command("jacobi")
@@ -70,9 +69,13 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
                     check_every=check_every, dtype=dtype, kernel=kernel, device=device,
                     checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                     compare=compare)
-    world = mpi_world()  # None without MPI or in a world of one rank
+    world = launched_world()  # None without MPI or in a world of one rank
     # Several ranks: rank 0 reads and writes, every rank solves a slab of rows.
-    placement = None if world is None else SlabPlacement(world)
+    placement = None
+    if world is not None:
+        from oclsci.mpi import SlabPlacement
+
+        placement = SlabPlacement(world)
     outcome = run_job(job, placement=placement,
                       progress=progress_maker(quiet, progress_every, "jacobi"),
                       notify=None if quiet else functools.partial(click.echo, err=True))

@@ -6,8 +6,7 @@ import functools
 
 import click
 
-from oclsci.cli.options import device_option, quiet_option
-from oclsci.mpi import describe_frequency_bands, lombscargle_distributed, mpi_world
+from oclsci.cli.options import device_option, launched_world, quiet_option
 from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import StopFlag
 from oclsci.signal import Periodogram
@@ -44,12 +43,14 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     freqs = parse_freqs(freqs_spec, freqs_file)
     options = {"precenter": precenter, "normalize": normalize, "dtype": dtype,
                "fast_math": fast_math}
-    world = mpi_world()
+    world = launched_world()
     # Signals are collected while kernels build and run; a poll between launches stops the
     # run (128 + N, nothing written; under MPI every rank). Once the periodogram is computed,
     # one only waits for the output.
     with StopFlag(raising=True) as stop:
         if world is not None:
+            from oclsci.mpi import describe_frequency_bands, lombscargle_distributed
+
             compute, pgram, seconds = lombscargle_distributed(
                 world, times, values, freqs, device=device, quiet=quiet,
                 notify=functools.partial(click.echo, err=True), stop_flag=stop, **options)

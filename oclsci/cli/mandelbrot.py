@@ -8,12 +8,11 @@ import time
 
 import click
 
-from oclsci.cli.options import device_option, dtype_option, quiet_option
+from oclsci.cli.options import device_option, dtype_option, launched_world, quiet_option
 from oclsci.errors import InputError
 from oclsci.io import check_distinct_outputs, check_output_path, write_image, write_npy
 from oclsci.mandelbrot.renderer import DEFAULTS, MandelbrotRenderer, parse_horizon, validate
 from oclsci.mandelbrot.shading import RENDERERS, shade
-from oclsci.mpi import describe_bands, mandelbrot_distributed, mpi_world
 from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import StopFlag
 
@@ -61,12 +60,14 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     # Refuse bad parameters before anything is printed or computed.
     validate(width, height, maxiter, xmin, xmax, ymin, ymax, horizon_value, dtype)
     want_smooth = image_path is not None
-    world = mpi_world()  # None without MPI or in a world of one rank
+    world = launched_world()  # None without MPI or in a world of one rank
     # Signals are collected while kernels build and run, and stop the run between bands (128 +
     # N, nothing written; under MPI every rank). Once the image is computed, one only waits
     # for the outputs.
     with StopFlag(raising=True) as stop:
         if world is not None:  # several ranks: each renders bands of rows, rank 0 gathers
+            from oclsci.mpi import describe_bands, mandelbrot_distributed
+
             compute, plan, result, timings = mandelbrot_distributed(
                 world, device=device, quiet=quiet, repeat=repeat, want_smooth=want_smooth,
                 notify=functools.partial(click.echo, err=True), stop_flag=stop, width=width,

@@ -13,13 +13,11 @@ import click
 import numpy as np
 
 from oclsci.cli.jacobi import picture_error_lines, problem_lines
-from oclsci.cli.options import device_option, quiet_option
+from oclsci.cli.options import device_option, launched_world, quiet_option
 from oclsci.errors import OclsciWarning
 from oclsci.io import check_output_path, write_array, write_outputs
 from oclsci.jacobi.job import OUTPUT_SUFFIXES, load_problem
 from oclsci.jacobi.solver import validate_rhs
-from oclsci.mpi import mpi_world
-from oclsci.mpi.poisson import poisson_distributed
 from oclsci.poisson.multigrid import CYCLES, SMOOTHERS
 from oclsci.poisson.solve import (
     DEFAULT_MAX_CYCLES,
@@ -71,7 +69,7 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
     check_output_path(output, OUTPUT_SUFFIXES, {"INPUT": input_path})
     options = dict(tol=tol, max_cycles=max_cycles, method=method, dtype=dtype, cycle=cycle_kind,
                    pre=sweeps[0], post=sweeps[1], smoother=smoother)
-    world = mpi_world()  # None without MPI or in a world of one rank
+    world = launched_world()  # None without MPI or in a world of one rank
     # Signals are collected while kernels build and run; a poll between cycles stops the run
     # (128 + N, nothing written). Once the cycles are done, one waits for the outputs.
     if world is None:
@@ -90,6 +88,8 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
             return read["problem"].rhs
 
         with StopFlag() as stop:
+            from oclsci.mpi.poisson import poisson_distributed
+
             compute, result = poisson_distributed(
                 world, read_rhs, device=device,
                 notify=None if quiet else functools.partial(click.echo, err=True),

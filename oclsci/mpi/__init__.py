@@ -26,58 +26,37 @@ line: rank 0's device lines go to a ``notify`` callback, summaries are returned.
 
 from __future__ import annotations
 
-from oclsci.errors import InputError, OclsciError
-from oclsci.mpi.jacobi import (
-    DistributedJacobi,
-    RowSource,
-    SlabPlacement,
-    gather_rows,
-    jacobi_distributed,
-    scatter_rows,
-)
-from oclsci.mpi.lombscargle import describe_frequency_bands, lombscargle_distributed
-from oclsci.mpi.mandelbrot import (
-    DEFAULT_BANDS_PER_RANK,
-    describe_bands,
-    gather_bands,
-    mandelbrot_distributed,
-    rank_bands,
-    resolve_bands_per_rank,
-)
-from oclsci.mpi.overlap import OverlappedSlab, sub_slabs, wants_overlap
-from oclsci.mpi.slabs import (
-    DEFAULT_MIN_EXCHANGE_STEPS,
-    Decomposition,
-    Slab,
-    SlabHalo,
-    exchange_period,
-    split_rows,
-)
-from oclsci.mpi.world import (
-    MAX_MESSAGE_BYTES,
-    PRESENCE_VARIABLES,
-    SIZE_VARIABLES,
-    TAG_GATHER,
-    TAG_HALO,
-    TAG_SCATTER,
-    RankError,
-    World,
-    exit_code_of,
-    launcher_world_size,
-    mpi_world,
-    one_line,
-    use_rank_cache_dirs,
-    wants_mpi,
-)
+import importlib
 
-__all__ = [
-    "InputError", "OclsciError", "DistributedJacobi", "RowSource", "SlabPlacement",
-    "gather_rows", "jacobi_distributed", "scatter_rows", "DEFAULT_BANDS_PER_RANK",
-    "describe_bands", "gather_bands", "mandelbrot_distributed", "rank_bands",
-    "resolve_bands_per_rank",
-    "describe_frequency_bands", "lombscargle_distributed", "DEFAULT_MIN_EXCHANGE_STEPS",
-    "Decomposition", "Slab", "SlabHalo", "exchange_period", "split_rows", "MAX_MESSAGE_BYTES",
-    "PRESENCE_VARIABLES", "SIZE_VARIABLES", "TAG_GATHER", "TAG_HALO", "TAG_SCATTER",
-    "RankError", "World", "exit_code_of", "launcher_world_size", "mpi_world", "one_line",
-    "use_rank_cache_dirs", "wants_mpi", "OverlappedSlab", "sub_slabs", "wants_overlap",
-]
+# Loaded on first use (PEP 562): a one-device run that asks whether it is one of several
+# ranks imports none of the distributed code.
+_LAZY = {
+    "InputError": "oclsci.errors", "OclsciError": "oclsci.errors",
+    **dict.fromkeys(("DistributedJacobi", "RowSource", "SlabPlacement", "gather_rows",
+                     "jacobi_distributed", "scatter_rows"), "oclsci.mpi.jacobi"),
+    **dict.fromkeys(("describe_frequency_bands", "lombscargle_distributed"),
+                    "oclsci.mpi.lombscargle"),
+    **dict.fromkeys(("DEFAULT_BANDS_PER_RANK", "describe_bands", "gather_bands",
+                     "mandelbrot_distributed", "rank_bands", "resolve_bands_per_rank"),
+                    "oclsci.mpi.mandelbrot"),
+    **dict.fromkeys(("OverlappedSlab", "sub_slabs", "wants_overlap"), "oclsci.mpi.overlap"),
+    **dict.fromkeys(("DEFAULT_MIN_EXCHANGE_STEPS", "Decomposition", "Slab", "SlabHalo",
+                     "exchange_period", "split_rows"), "oclsci.mpi.slabs"),
+    **dict.fromkeys(("MAX_MESSAGE_BYTES", "PRESENCE_VARIABLES", "SIZE_VARIABLES", "TAG_GATHER",
+                     "TAG_HALO", "TAG_SCATTER", "RankError", "World", "exit_code_of",
+                     "launcher_world_size", "mpi_world", "one_line", "use_rank_cache_dirs",
+                     "wants_mpi"), "oclsci.mpi.world"),
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'oclsci.mpi' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

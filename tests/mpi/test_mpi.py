@@ -132,6 +132,25 @@ def test_no_launcher_no_mpi4py_import():
     assert out.stdout.strip() == "ok", out.stderr
 
 
+@pytest.mark.parametrize("command", ["jacobi", "poisson", "mandelbrot", "lombscargle"])
+def test_one_device_commands_import_nothing_of_mpi(tmp_path, command):
+    """Without a launcher, the distributed commands load no module of oclsci.mpi (nor
+    mpi4py): a one-device run pays nothing for MPI."""
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+    times = np.linspace(0, 10, 50)
+    np.save(tmp_path / "s.npy", np.stack([times, np.sin(times)]))
+    args = {"jacobi": ["-n", "3"], "poisson": ["--max-cycles", "1"],
+            "mandelbrot": ["--width", "16", "--height", "8", "--no-image"],
+            "lombscargle": [str(tmp_path / "s.npy"), "--freqs", "0.1:1:4"]}[command]
+    code = ("import sys; from oclsci.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('oclsci.mpi', 'mpi4py'))))")
+    out = subprocess.run([sys.executable, "-c", code, command, *args, "-q",
+                          "--device", DEVICE], env=env, capture_output=True, text=True,
+                         timeout=120, cwd=tmp_path)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
 def test_exchange_period():
     assert mpi.exchange_period(1) == 8
     assert mpi.exchange_period(8) == 8
