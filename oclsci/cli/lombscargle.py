@@ -7,6 +7,7 @@ import functools
 import click
 
 from oclsci.cli.options import device_option, launched_world, quiet_option
+from oclsci.cli.progress import optional_progress, progress_every_option, progress_maker
 from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import StopFlag
 from oclsci.signal import Periodogram
@@ -29,10 +30,12 @@ from oclsci.signal.files import check_output, parse_freqs, read_samples, write_p
 @click.option("--fast-math", is_flag=True,
               help="native_sin/native_cos and -cl-fast-relaxed-math (less accurate).")
 @device_option
+@progress_every_option
 @quiet_option
 def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str | None,
                         output: str | None, precenter: bool, normalize: bool, dtype: str,
-                        fast_math: bool, device: str | None, quiet: bool) -> None:
+                        fast_math: bool, device: str | None, progress_every: float,
+                        quiet: bool) -> None:
     """Lomb-Scargle periodogram of INPUT's (time, value) samples, as scipy.signal.lombscargle.
 
     INPUT: a .npy array of shape (2, N) or (N, 2), or a two-column text/CSV file. Under
@@ -44,6 +47,8 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     options = {"precenter": precenter, "normalize": normalize, "dtype": dtype,
                "fast_math": fast_math}
     world = launched_world()
+    progress = progress_maker(quiet, progress_every, "lombscargle", unit="frequency",
+                              units="frequencies")
     # Signals are collected while kernels build and run; a poll between launches stops the
     # run (128 + N, nothing written; under MPI every rank). Once the periodogram is computed,
     # one only waits for the output.
@@ -53,7 +58,8 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
 
             compute, pgram, seconds = lombscargle_distributed(
                 world, times, values, freqs, device=device, quiet=quiet,
-                notify=functools.partial(click.echo, err=True), stop_flag=stop, **options)
+                notify=functools.partial(click.echo, err=True), stop_flag=stop,
+                progress=progress, **options)
             if pgram is None:
                 return
             if not quiet:
@@ -65,7 +71,8 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
             if not quiet:
                 click.echo(f"lombscargle: computing {freqs.size} frequencies of {times.size} "
                            "samples", err=True)
-            pgram = plan.run(should_stop=stop).get()
+            with optional_progress(progress, freqs.size) as update:
+                pgram = plan.run(should_stop=stop, progress=update).get()
             seconds, launches = plan.timings.device_seconds, plan.timings.launches
             stop.work_done()
         title = (f"{input_path}: {times.size} samples, {dtype}"

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import warnings
+from typing import Any
 
 import click
 import numpy as np
 
 from oclsci.cli.jacobi import picture_error_lines, problem_lines
 from oclsci.cli.options import device_option, launched_world, quiet_option
+from oclsci.cli.progress import optional_progress, progress_every_option, progress_maker
 from oclsci.errors import OclsciWarning
 from oclsci.io import check_output_path, write_array, write_outputs
 from oclsci.jacobi.job import OUTPUT_SUFFIXES, load_problem
@@ -55,9 +57,10 @@ from oclsci.runtime.signals import StopFlag
 @click.option("--sweeps", type=(int, int), default=(2, 2), show_default=True,
               metavar="PRE POST", help="Smoothing sweeps before and after the coarse correction.")
 @device_option
+@progress_every_option
 @quiet_option
 def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_kind, smoother,
-                    sweeps, device, quiet):
+                    sweeps, device, progress_every, quiet):
     """Solve L X = INPUT (5-point Laplacian, zero boundary) to a tolerance by multigrid.
 
     The system of `oclsci jacobi`, solved in a few cycles whatever the grid's size. Without
@@ -70,14 +73,18 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
     options = dict(tol=tol, max_cycles=max_cycles, method=method, dtype=dtype, cycle=cycle_kind,
                    pre=sweeps[0], post=sweeps[1], smoother=smoother)
     world = launched_world()  # None without MPI or in a world of one rank
+    # Progress on rank 0: cycles done of those expected at the current rate, the residual.
+    maker = progress_maker(quiet or (world is not None and not world.is_root), progress_every,
+                           "poisson", unit="cycle", units="cycles")
     # Signals are collected while kernels build and run; a poll between cycles stops the run
     # (128 + N, nothing written). Once the cycles are done, one waits for the outputs.
     if world is None:
         problem = load_problem(input_path, None)
         rhs = validate_rhs(problem.rhs)
-        with StopFlag(raising=True) as stop:
+        with StopFlag(raising=True) as stop, optional_progress(maker, max_cycles) as update:
             compute = create_context(device, quiet=quiet)
-            result = solve(rhs, device=compute, should_stop=stop, **options)
+            result = solve(rhs, device=compute, should_stop=stop,
+                           progress=_cycle_report(update, tol), **options)
             stop.work_done()
             written = write_outputs([(output, lambda: write_array(output, result.x))])
     else:
@@ -87,13 +94,13 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
             read["problem"] = _read(input_path)
             return read["problem"].rhs
 
-        with StopFlag() as stop:
+        with StopFlag() as stop, optional_progress(maker, max_cycles) as update:
             from oclsci.mpi.poisson import poisson_distributed
 
             compute, result = poisson_distributed(
                 world, read_rhs, device=device,
                 notify=None if quiet else functools.partial(click.echo, err=True),
-                stop_flag=stop, **options)
+                stop_flag=stop, progress=_cycle_report(update, tol), **options)
             if result is None:
                 return
             problem = read["problem"]
@@ -146,3 +153,10 @@ def history_line(residuals: list[float]) -> str:
         values = [*values[:half], f"... ({len(values) - 2 * half} more) ...", *values[-half:]]
     return " ".join(values)
 
+
+def _cycle_report(update: Any, tol: float) -> Any:
+    """A solver's ``progress(cycles, expected, residual)`` as a progress line's update."""
+    if update is None:
+        return None
+    return lambda cycles, expected, residual: update(
+        cycles, expected, f"residual {residual:.3e} (--tol {tol:g})")

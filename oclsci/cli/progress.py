@@ -33,13 +33,15 @@ progress_every_option = click.option(
 
 
 @contextlib.contextmanager
-def progress_bar(total: int, start: int, *, label: str) -> Iterator[Callable[[int, int], None]]:
-    """A progress bar on stderr from step ``start`` to ``total``."""
+def progress_bar(total: int, start: int, *, label: str, unit: str = "step",
+                 units: str = "steps") -> Iterator[Callable[..., None]]:
+    """A progress bar on stderr from ``start`` to ``total`` (``unit``: for the log's lines
+    only)."""
     bar = click.progressbar(length=max(total - start, 1), label=label, file=sys.stderr,
                             show_eta=True, show_percent=True)
     shown = start
 
-    def update(done: int, total_: int) -> None:
+    def update(done: int, total_: int, note: str = "") -> None:
         nonlocal shown
         bar.update(done - shown)
         shown = done
@@ -60,31 +62,32 @@ def format_duration(seconds: float) -> str:
 
 
 @contextlib.contextmanager
-def progress_log(total: int, start: int, *, label: str, every: float,
-                 clock: Callable[[], float] = time.monotonic,
-                 stream: IO[str] | None = None) -> Iterator[Callable[[int, int], None]]:
-    """Lines on stderr (``stream``), at most one per ``every`` seconds of ``clock``: steps
-    done, rate and time left; and, after a run that printed any (or with ``every`` 0), one
-    when it has finished (not when it stops on an error or a signal)."""
+def progress_log(total: int, start: int, *, label: str, every: float, unit: str = "step",
+                 units: str = "steps", clock: Callable[[], float] = time.monotonic,
+                 stream: IO[str] | None = None) -> Iterator[Callable[..., None]]:
+    """Lines on stderr (``stream``), at most one per ``every`` seconds of ``clock``: the
+    ``unit`` done of ``total``, rate and time left, and the caller's ``note`` (a residual);
+    and, after a run that printed any (or with ``every`` 0), one when it has finished (not
+    when it stops on an error or a signal)."""
     stream = sys.stderr if stream is None else stream
     began = last = clock()
     printed = False
 
-    def line(done: int, total_: int, now: float) -> str:
+    def line(done: int, total_: int, now: float, note: str) -> str:
         elapsed = now - began
         rate = (done - start) / elapsed if elapsed > 0 else 0.0
-        text = (f"oclsci: {label}: step {done} of {total_} ({100 * done / total_:.1f}%), "
+        text = (f"oclsci: {label}: {unit} {done} of {total_} ({100 * done / total_:.1f}%), "
                 f"{format_duration(elapsed)} elapsed")
         if rate > 0 and done < total_:
             speed = f"{rate:.0f}" if rate >= 100 else f"{rate:.3g}"
-            text += f", {speed} steps/s, about {format_duration((total_ - done) / rate)} left"
-        return text
+            text += f", {speed} {units}/s, about {format_duration((total_ - done) / rate)} left"
+        return text + (f", {note}" if note else "")
 
-    def update(done: int, total_: int) -> None:
+    def update(done: int, total_: int, note: str = "") -> None:
         nonlocal last, printed
         now = clock()
         if now - last >= every:
-            print(line(done, total_, now), file=stream, flush=True)
+            print(line(done, total_, now, note), file=stream, flush=True)
             last, printed = now, True
 
     yield update
@@ -93,11 +96,23 @@ def progress_log(total: int, start: int, *, label: str, every: float,
               flush=True)
 
 
-def progress_maker(quiet: bool, every: float, label: str) -> Callable[..., Any] | None:
+def progress_maker(quiet: bool, every: float, label: str, unit: str = "step",
+                   units: str = "steps") -> Callable[..., Any] | None:
     """The progress display a command shows: None with ``quiet``, a bar on a terminal, else
-    a line every ``every`` seconds."""
+    a line every ``every`` seconds, counting ``unit``s."""
     if quiet:
         return None
     if sys.stderr.isatty():
-        return functools.partial(progress_bar, label=label)
-    return functools.partial(progress_log, label=label, every=every)
+        return functools.partial(progress_bar, label=label, unit=unit, units=units)
+    return functools.partial(progress_log, label=label, every=every, unit=unit, units=units)
+
+
+@contextlib.contextmanager
+def optional_progress(maker: Callable[..., Any] | None, total: int,
+                      start: int = 0) -> Iterator[Callable[..., None] | None]:
+    """``maker(total, start)``'s ``update``, or None without a maker."""
+    if maker is None:
+        yield None
+        return
+    with maker(total, start) as update:
+        yield update

@@ -7,6 +7,8 @@ arithmetic as in one process, so the gathered periodogram is identical to one pr
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +28,7 @@ def describe_frequency_bands(world: World) -> str:
 def lombscargle_distributed(world: World, times: np.ndarray, values: np.ndarray,
                             freqs: np.ndarray, *, device: str | None, quiet: bool,
                             notify: Callable[[str], None] | None = None,
-                            stop_flag: Any = None,
+                            stop_flag: Any = None, progress: Any = None,
                             **options: Any) -> tuple[Any, np.ndarray | None, float]:
     """``oclsci lombscargle`` over the ranks of ``world`` (collective).
 
@@ -35,14 +37,15 @@ def lombscargle_distributed(world: World, times: np.ndarray, values: np.ndarray,
     device lines to ``notify``. ``stop_flag``: the raising StopFlag around the call; it is
     polled between launches and a stop signal to any rank stops them all (rank 0 raises
     SignalExit, the others exit with 128 + N); once the bands are computed one only waits
-    for the outputs.
+    for the outputs. ``progress(total, start)``: as for ``oclsci jacobi``'s driver; rank 0
+    reports its own frequencies with it.
     """
     return world.run_guarded(_distributed, world, times, values, freqs, device=device,
                              notify=None if quiet else notify, stop_flag=stop_flag,
-                             **options)
+                             progress=progress, **options)
 
 
-def _distributed(world: World, times, values, freqs, *, device, notify, stop_flag,
+def _distributed(world: World, times, values, freqs, *, device, notify, stop_flag, progress,
                  **options):
     if stop_flag is not None:
         world.share_stops(stop_flag)
@@ -52,14 +55,23 @@ def _distributed(world: World, times, values, freqs, *, device, notify, stop_fla
                                                     freqs[first:first + count], **options)
                                  for first, count in bands})
     seconds = {"device": 0.0}
+    mine = sum(count for _, count in bands)
+    done = {"before": 0}
 
-    def band(first: int, count: int) -> dict:
+    def band(first: int, count: int, update: Any) -> dict:
         plan = plans[first]
-        pgram = plan.run(should_stop=stop_flag).get()
+        report = None if update is None else \
+            (lambda k, _total: update(done["before"] + k, mine))
+        pgram = plan.run(should_stop=stop_flag, progress=report).get()
+        done["before"] += count
         seconds["device"] += plan.timings.device_seconds
         return {"pgram": pgram}
 
-    full, _ = gather_bands(world, freqs.size, band, stop_flag=stop_flag)
+    with contextlib.ExitStack() as stack:
+        update = stack.enter_context(progress(mine, 0)) \
+            if progress is not None and world.is_root else None
+        full, _ = gather_bands(world, freqs.size, functools.partial(band, update=update),
+                               stop_flag=stop_flag)
     device_seconds = world.allreduce_max(seconds["device"])
     if not world.is_root:
         return compute, None, device_seconds

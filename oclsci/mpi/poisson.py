@@ -187,7 +187,7 @@ def gather_rows(world: World, owned: np.ndarray, shape: tuple[int, int]) -> np.n
 def poisson_distributed(world: World, read_rhs: Any, *, device: str | None,
                         notify: Any = None, tol: float, max_cycles: int, method: str,
                         dtype: Any, cycle: str, pre: int, post: int, smoother: str,
-                        stop_flag: Any = None) -> tuple[Any, Any]:
+                        stop_flag: Any = None, progress: Any = None) -> tuple[Any, Any]:
     """``oclsci poisson`` over the ranks of ``world`` (collective): ``read_rhs()`` gives the
     whole right-hand side, called on rank 0 only. Returns ``(compute, result)``: on rank 0 the
     :class:`~oclsci.poisson.PoissonResult` with the whole solution, the slowest rank's device
@@ -196,14 +196,15 @@ def poisson_distributed(world: World, read_rhs: Any, *, device: str | None,
     Errors are agreed: rank 0 raises its own, or the lowest failing rank's, the others exit
     with the same code. ``stop_flag`` (a :class:`~oclsci.runtime.signals.StopFlag` that does
     not raise) is polled by every rank at the same points and the answer agreed, so a signal
-    to any rank stops them all with 128 + its number.
+    to any rank stops them all with 128 + its number. ``progress(cycles, expected, residual)``
+    hears each cycle on rank 0.
     """
     return world.run_guarded(_distributed, world, read_rhs, device, notify, tol, max_cycles,
-                             method, dtype, cycle, pre, post, smoother, stop_flag)
+                             method, dtype, cycle, pre, post, smoother, stop_flag, progress)
 
 
 def _distributed(world: World, read_rhs, device, notify, tol, max_cycles, method, dtype,
-                 cycle, pre, post, smoother, stop_flag):
+                 cycle, pre, post, smoother, stop_flag, progress):
     from oclsci.jacobi.checks import check_fits
     from oclsci.poisson.hierarchy import build_levels
     from oclsci.poisson.solve import PoissonSolver
@@ -231,8 +232,9 @@ def _distributed(world: World, read_rhs, device, notify, tol, max_cycles, method
 
     solver = world.agree(make)
     rows = scatter_rows(world, rhs, solver.rows, shape[1], solver.dtype)
-    result = world.agree(lambda: solver.solve(rows, tol, max_cycles=max_cycles,
-                                              should_stop=agreed_stop))
+    result = world.agree(lambda: solver.solve(
+        rows, tol, max_cycles=max_cycles, should_stop=agreed_stop,
+        progress=progress if world.is_root else None))
     if stop_flag is not None:  # the cycles are done: a signal now only waits for the outputs
         stop_flag.work_done()
     x = gather_rows(world, result.x, shape)

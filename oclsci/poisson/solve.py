@@ -106,11 +106,24 @@ class _Progress:
     """The residual history and the stopping rules shared by the methods."""
 
     def __init__(self, tol: float, max_cycles: int, should_stop: Callable[[], Any] | None,
-                 detect_stall: bool = True):
+                 detect_stall: bool = True,
+                 report: Callable[[int, int, float], None] | None = None):
         self.tol, self.max_cycles, self.should_stop = tol, max_cycles, should_stop
-        self.detect_stall = detect_stall
+        self.detect_stall, self.report = detect_stall, report
         self.history: list[float] = []
         self.converged = self.stalled = False
+
+    def expected_cycles(self) -> int:
+        """Cycles the solve should take in all, at the last cycle's rate of convergence
+        (``max_cycles`` until the residual falls)."""
+        cycles = len(self.history) - 1
+        if cycles < 1 or not 0 < self.history[-1] < self.history[-2]:
+            return self.max_cycles
+        if self.history[-1] < self.tol:
+            return cycles
+        left = math.log(self.tol / self.history[-1]) / math.log(self.history[-1]
+                                                                / self.history[-2])
+        return min(self.max_cycles, cycles + max(1, math.ceil(left - 1e-9)))
 
     def record(self, relative: float) -> bool:
         """Add a residual; True when the solve should go on."""
@@ -118,6 +131,8 @@ class _Progress:
         if not math.isfinite(relative):
             raise InputError(f"the residual became {relative} after {len(self.history) - 1} "
                              "cycles: the values overflow the dtype")
+        if self.report is not None:
+            self.report(len(self.history) - 1, self.expected_cycles(), relative)
         if relative < self.tol:
             self.converged = True
             return False
@@ -251,8 +266,11 @@ class PoissonSolver:
         return (0, self.shape[0]) if self.mg is None else self.mg.layout[0]
 
     def solve(self, rhs: Any, tol: float = DEFAULT_TOL, *, max_cycles: int = DEFAULT_MAX_CYCLES,
-              should_stop: Callable[[], Any] | None = None) -> PoissonResult:
-        """Solve ``L x = rhs`` from zero (see :func:`solve`); ``rhs``: :attr:`rows` of it."""
+              should_stop: Callable[[], Any] | None = None,
+              progress: Callable[[int, int, float], None] | None = None) -> PoissonResult:
+        """Solve ``L x = rhs`` from zero (see :func:`solve`); ``rhs``: :attr:`rows` of it.
+        ``progress(cycles, expected_cycles, relative_residual)``, when given, hears each
+        cycle's residual and how many cycles the solve should take at its current rate."""
         check_options(tol, max_cycles, self.method)
         values = validate_grid(rhs, "the right-hand side")
         expected = (self.rows[1], self.shape[1])
@@ -262,7 +280,8 @@ class PoissonSolver:
         check_fits(values, self.dtype, "the right-hand side")
         host = np.ascontiguousarray(values, dtype=self.dtype)
         # Jacobi's residual falls slowly on large grids: only the cycles' stalls end a run.
-        progress = _Progress(tol, max_cycles, should_stop, detect_stall=self.method != "jacobi")
+        progress = _Progress(tol, max_cycles, should_stop, detect_stall=self.method != "jacobi",
+                             report=progress)
         wall = time.perf_counter()
         if self.mg is None:
             x, seconds, source, description = _jacobi(self.compute, host, self.dtype, progress)
@@ -302,7 +321,8 @@ class PoissonSolver:
 def solve(rhs: Any, tol: float = DEFAULT_TOL, *, method: str = "multigrid",
           dtype: Any = None, device: Any = None, max_cycles: int = DEFAULT_MAX_CYCLES,
           cycle: str = "V", pre: int = 2, post: int = 2, smoother: str = "rbgs",
-          should_stop: Callable[[], Any] | None = None) -> PoissonResult:
+          should_stop: Callable[[], Any] | None = None,
+          progress: Callable[[int, int, float], None] | None = None) -> PoissonResult:
     """Solve ``L x = rhs`` (5-point Laplacian, zero boundary; ``oclsci jacobi``'s system).
 
     ``tol``: stop when ``||rhs - L x|| / ||rhs|| < tol``; ``method``: "multigrid", "cg" or
@@ -313,6 +333,7 @@ def solve(rhs: Any, tol: float = DEFAULT_TOL, *, method: str = "multigrid",
     cycle. Returns a :class:`PoissonResult` whose ``converged`` says whether ``tol`` was met
     (``stalled``: the residual stopped falling, the dtype's floor). For many right-hand sides
     of one shape, make a :class:`PoissonSolver` once and call its ``solve``.
+    ``progress(cycles, expected_cycles, relative_residual)`` hears every cycle.
     """
     check_options(tol, max_cycles, method, cycle, pre, post, smoother)
     compute = as_compute_context(device)
@@ -321,7 +342,8 @@ def solve(rhs: Any, tol: float = DEFAULT_TOL, *, method: str = "multigrid",
         validate_grid(rhs, "the right-hand side")  # says what is wrong; solver.solve checks
     solver = PoissonSolver(compute, shape, method=method, dtype=dtype, cycle=cycle, pre=pre,
                            post=post, smoother=smoother)
-    return solver.solve(rhs, tol, max_cycles=max_cycles, should_stop=should_stop)
+    return solver.solve(rhs, tol, max_cycles=max_cycles, should_stop=should_stop,
+                        progress=progress)
 
 
 __all__ = ["METHODS", "PoissonResult", "PoissonSolver", "solve"]

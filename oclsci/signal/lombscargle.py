@@ -252,12 +252,13 @@ class Periodogram:
         return count if count == left else max(self.vector_width,
                                                count // self.vector_width * self.vector_width)
 
-    def run(self, should_stop: Any = None) -> cl_array.Array:
+    def run(self, should_stop: Any = None, progress: Any = None) -> cl_array.Array:
         """Compute every frequency into the device array ``self.pgram`` (returned).
 
         Launches of about :data:`LAUNCH_SECONDS` each, each waited for; ``should_stop()`` is
         polled after each, and a true answer raises :class:`~oclsci.errors.Interrupted` (exit
-        code 128 + the answer when it is a signal number, else 1).
+        code 128 + the answer when it is a signal number, else 1). ``progress(done, total)``,
+        when given, hears the frequencies done after each launch.
         """
         wall = time.perf_counter()
         device, launches, first = 0.0, 0, 0
@@ -276,6 +277,8 @@ class Periodogram:
             launches += 1
             self.pairs_per_second = self.n * count / max(seconds, 1e-9)
             first += count
+            if progress is not None:
+                progress(first, self.f_count)
             stop = should_stop() if should_stop is not None and first < self.f_count else None
             if stop:
                 # should_stop() may answer the signal's number: exit code 128 + N.

@@ -78,3 +78,46 @@ def test_a_redirected_run_logs_progress_and_quiet_silences_it(tmp_path):
     assert steps == sorted(steps) and all(0 < step <= 2000 for step in steps)
     quiet = run_cli(*args, "--quiet", check_exit=0)
     assert quiet.stderr == ""
+
+
+def test_poisson_logs_each_cycle_with_its_residual(tmp_path):
+    """A redirected `oclsci poisson` prints, per cycle, the cycles done of those expected at
+    the current rate and the residual, then one line at the end; the residuals are the
+    summary's history."""
+    np.save(tmp_path / "b.npy", np.random.default_rng(3).standard_normal((64, 64)))
+    result = run_cli("poisson", tmp_path / "b.npy", "--tol", "1e-9", "--progress-every", 0,
+                     "-o", tmp_path / "x.npy", check_exit=0)
+    lines = [line for line in result.stderr.splitlines() if line.startswith("oclsci: poisson:")]
+    assert lines[-1].startswith("oclsci: poisson: finished in ")
+    found = [re.search(r"cycle (\d+) of (\d+) .*residual (\S+) \(--tol 1e-09\)$", line)
+             for line in lines[:-1]]
+    assert all(found), lines
+    cycles = [int(match[1]) for match in found]
+    assert cycles == list(range(len(cycles)))
+    assert int(found[-1][2]) == cycles[-1]  # converged: as many as expected
+    history = next(line for line in result.stdout.splitlines() if line.startswith("history"))
+    assert [f"{float(match[3]):.2e}" for match in found] == history.split()[1:]
+
+
+def test_lombscargle_logs_frequencies_done(tmp_path):
+    times = np.sort(np.random.default_rng(4).uniform(0, 50, 300))
+    np.save(tmp_path / "s.npy", np.stack([times, np.cos(times)]))
+    result = run_cli("lombscargle", tmp_path / "s.npy", "--freqs", "0.1:5:20000",
+                     "--progress-every", 0, "-o", tmp_path / "p.npy", check_exit=0)
+    lines = [line for line in result.stderr.splitlines()
+             if line.startswith("oclsci: lombscargle: ")]
+    assert lines[-1].startswith("oclsci: lombscargle: finished in ")
+    done = [int(re.search(r"frequency (\d+) of 20000 ", line).group(1)) for line in lines[:-1]]
+    assert done == sorted(done) and done[-1] == 20000
+
+
+def test_expected_cycles_follow_the_rate_of_convergence():
+    from oclsci.poisson.solve import _Progress
+
+    progress = _Progress(1e-6, 50, None)
+    progress.record(1.0)
+    assert progress.expected_cycles() == 50  # no rate yet
+    progress.record(1e-2)  # a hundredfold per cycle: 2 more cycles to 1e-6
+    assert progress.expected_cycles() == 3
+    progress.record(2e-2)  # rising: no estimate
+    assert progress.expected_cycles() == 50
