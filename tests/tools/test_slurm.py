@@ -562,6 +562,33 @@ def test_jacobi_mpi_two_nodes_matches_one_process(slurm, job_env, mpi_libraries,
 
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpi_present")
+def test_salloc_then_srun_as_the_interactive_recipe(slurm, job_env, tmp_path):
+    """docs/slurm.md's interactive recipe: `salloc` holds two nodes (one task and the site's
+    GPUs each) and runs the commands a user would type, from a file (typed into a pipe,
+    the first `srun` would read the rest as its standard input): `srun oclsci devices`,
+    then `srun --mpi=pmi2 oclsci jacobi` over both nodes, whose result equals a one-process
+    run bit for bit; the allocation is given back at the end."""
+    inp = write_input(tmp_path / "rhs.npy", shape=(90, 40))
+    iterations = 1500
+    ref = reference(tmp_path, job_env, inp, iterations)
+    (tmp_path / "session.sh").write_text(
+        "srun oclsci devices\n"
+        f"srun --mpi=pmi2 oclsci jacobi rhs.npy --iterations {iterations} -o x.npy\n")
+    r = subprocess.run(["salloc", "-N", "2", "-C", "enbata", "--ntasks-per-node=1",
+                        "--gpus-per-node=2", "--time=0:10:0", "bash", "-e", "session.sh"],
+                       env=job_env, cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Granted job allocation" in r.stderr and "Relinquishing job allocation" in \
+        r.stderr, r.stderr
+    assert r.stdout.count("Portable Computing Language") >= 2, r.stdout  # devices, per node
+    assert "2 ranks" in r.stdout, r.stdout  # the jacobi summary: one MPI world of two
+    out = np.load(tmp_path / "x.npy")
+    assert out.dtype == ref.dtype and np.array_equal(out, ref)
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpi_present")
 def test_more_ranks_than_gpus_on_a_node(slurm, job_env, tmp_path):
     """Two ranks on a node with one GPU: a one-line error and exit code 1, no output; with
     OCLSCI_SHARE_GPUS=1 they share the GPU and the result is the one-process result."""
