@@ -587,6 +587,46 @@ def test_salloc_then_srun_as_the_interactive_recipe(slurm, job_env, tmp_path):
     assert out.dtype == ref.dtype and np.array_equal(out, ref)
 
 
+def guide_blocks(path: Path) -> list[str]:
+    """The shell blocks of a guide marked "(tested)", in order."""
+    return re.findall(r"^\(tested\)\n```sh\n(.*?)^```", path.read_text(), re.M | re.S)
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpi_present")
+def test_the_cluster_guide_runs_as_written(slurm, job_env, tmp_path):
+    """docs/cluster.md's tested blocks, in order, in one folder of runs, with the repository
+    at $OCLSCI as step 2 sets it: a block that starts with `salloc` runs its other lines
+    (up to `exit`) inside that allocation, as a user types them; the others run in bash.
+    Each block must succeed; the checks of its output are the guide's own."""
+    blocks = guide_blocks(REPO_ROOT / "docs" / "cluster.md")
+    assert len(blocks) == 5, blocks
+    env = dict(job_env, OCLSCI=str(REPO_ROOT))
+    outputs = []
+    for block in blocks:
+        lines = block.strip().splitlines()
+        if lines[0].startswith("salloc "):
+            typed = [line for line in lines[1:] if line.strip() != "exit"]
+            (tmp_path / "typed.sh").write_text("\n".join(typed) + "\n")
+            argv = [*lines[0].split(), "bash", "-e", "typed.sh"]
+        else:
+            argv = ["bash", "-e", "-c", block]
+        r = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=900, stdin=subprocess.DEVNULL)
+        assert r.returncode == 0, f"{block}\n{r.stdout}\n{r.stderr}"
+        outputs.append(r.stdout)
+    devices_and_selftest, _, watch, result, mpi = outputs
+    assert "Portable Computing Language" in devices_and_selftest
+    assert re.search(r"^selftest PASS: (\d+) of \1 checks passed", devices_and_selftest,
+                     re.M), devices_and_selftest
+    assert "oclsci jacobi" in watch and "iterations  2000" in watch, watch
+    assert result.startswith("(512, 512) float32 "), result
+    assert mpi.strip().splitlines()[-1] == "True", mpi
+    x = np.load(tmp_path / "x.npy")
+    ref = reference(tmp_path, job_env, tmp_path / "rhs.npy", 2000)
+    assert np.array_equal(x, ref)
+
+
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpi_present")
 def test_more_ranks_than_gpus_on_a_node(slurm, job_env, tmp_path):
