@@ -589,7 +589,7 @@ def test_salloc_then_srun_as_the_interactive_recipe(slurm, job_env, tmp_path):
 
 def guide_blocks(path: Path) -> list[str]:
     """The shell blocks of a guide marked "(tested)", in order."""
-    return re.findall(r"^\(tested\)\n```sh\n(.*?)^```", path.read_text(), re.M | re.S)
+    return re.findall(r"^\(tested\)[^\n]*\n```sh\n(.*?)^```", path.read_text(), re.M | re.S)
 
 
 @pytest.mark.mpi
