@@ -95,3 +95,25 @@ def test_the_blocks_of_a_document_run_as_written(path, tmp_path):
                                 timeout=BLOCK_TIMEOUT, stdin=subprocess.DEVNULL)
         assert result.returncode == 0, (f"{where} exited {result.returncode}\n{text}\n"
                                         f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+
+
+NOTEBOOK_WORDS = [
+    (re.compile(r"\bissues? ?#?\d+\b", re.I), "an issue number"),
+    (re.compile(r"\blent\b", re.I), "how a machine was obtained"),
+    (re.compile(r"\brun \d+\b"), "a run's number"),
+    (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b"), "a commit hash"),
+]
+
+
+def test_docs_speak_to_users():
+    """README.md and docs/ (not docs/bench/, the measurement history) name no issue numbers,
+    no run numbers, no machines 'lent' and no commit hashes in their prose; code, commands
+    and link targets are left alone (the Guix pin's commit is in code)."""
+    for path in DOCS:
+        text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)  # blocks
+        text = re.sub(r"`[^`\n]*`", "", text)                           # code spans
+        text = re.sub(r"\]\([^)]*\)", "]", text)                         # link targets
+        for line in text.splitlines():
+            for pattern, what in NOTEBOOK_WORDS:
+                found = pattern.search(line)
+                assert not found, f"{path.name}: {what} ({found[0]!r}) in: {line.strip()}"
