@@ -53,6 +53,10 @@ def test_selftest_command_passes(spec, tmp_path):
     verdict = quiet.stdout.splitlines()  # the verdict alone
     assert len(verdict) == 1
     assert verdict[0].startswith(f"selftest PASS: {len(checks)} of {len(checks)} checks passed")
+    if data["device"]["fp64"]:  # the count docs/vendors.md gives (a device with fp64)
+        vendors = (REPO_ROOT / "docs" / "vendors.md").read_text()
+        assert f"elementwise operations ({len(checks)} checks)" in vendors
+        assert f"selftest PASS: {len(checks)} of {len(checks)} checks passed" in vendors
 
 
 @pytest.fixture
