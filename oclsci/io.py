@@ -383,17 +383,3 @@ def write_image(path: str | os.PathLike, pixels: np.ndarray) -> Path:
     with atomic_path(path) as temporary:
         image.save(temporary, format=image_format)
     return path
-
-
-def side_by_side(*panels: Any, gap: int = 8) -> np.ndarray:
-    """Put min-max scaled gray panels of equal height next to each other, with a white gap."""
-    scaled = [to_uint8(panel) for panel in panels]
-    height = max(panel.shape[0] for panel in scaled)
-    pieces = []
-    for index, panel in enumerate(scaled):
-        if index:
-            pieces.append(np.full((height, gap), 255, dtype=np.uint8))
-        padded = np.full((height, panel.shape[1]), 255, dtype=np.uint8)
-        padded[:panel.shape[0]] = panel
-        pieces.append(padded)
-    return np.concatenate(pieces, axis=1)

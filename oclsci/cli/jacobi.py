@@ -54,7 +54,9 @@ from oclsci.jacobi.reference import laplacian
 @click.option("--resume", type=click.Path(dir_okay=False),
               help="Continue from this checkpoint (INPUT may then be left out).")
 @click.option("--compare", type=click.Path(dir_okay=False),
-              help="Also write a side-by-side picture (input, result) to this .png.")
+              help="Also write a labelled picture to this .png: the input, the result and, "
+                   "on a colour scale, the residual |L X - B| (the built-in picture: the "
+                   "original and the error |X - original|).")
 @progress_every_option
 @quiet_option
 def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kernel, device,

@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Protocol
 import numpy as np
 
 from oclsci.errors import Interrupted
-from oclsci.io import side_by_side, write_array, write_image, write_outputs
+from oclsci.io import write_array, write_image, write_outputs
 from oclsci.jacobi.checkpoint import Checkpoint, save_checkpoint
 from oclsci.jacobi.job import (  # noqa: F401 - the job's names, at hand with the driver
     OUTPUT_SUFFIXES,
@@ -235,9 +235,15 @@ def _run_job(job: JacobiJob, placement: Placement, progress: ProgressFactory | N
             written = write_outputs([
                 (job.checkpoint, lambda: save_checkpoint(job.checkpoint, final)),
                 (job.output, lambda: write_array(job.output, x)),
-                (job.compare, lambda: write_image(job.compare, side_by_side(
-                    problem.original if problem.original is not None else problem.rhs, x))),
+                (job.compare, lambda: write_image(job.compare, _comparison(problem, x))),
             ])
             return JacobiOutcome(compute, problem, x, result, distribution, written)
 
         return _on_root(placement, finish)
+
+
+def _comparison(problem: Problem, x: np.ndarray) -> np.ndarray:
+    """The ``--compare`` picture (loaded only when asked for)."""
+    from oclsci.jacobi.figure import comparison
+
+    return comparison(problem.rhs, x, problem.original)

@@ -13,6 +13,7 @@ from PIL import Image
 from signal_helpers import finish, wait_until_computing
 
 from oclsci.jacobi.checkpoint import load_checkpoint
+from oclsci.jacobi.figure import comparison
 from oclsci.jacobi.reference import jacobi_numpy, laplacian
 
 
@@ -105,14 +106,18 @@ def test_tol_stops_early_and_reports_it(tmp_path, picture):
 
 
 def test_image_outputs_and_compare_picture(tmp_path, picture):
+    """-o .png is the result's gray picture; --compare the labelled picture of the input, the
+    result and its residual, exactly as oclsci.jacobi.figure draws them from the outputs."""
     _, path = picture
     oclsci("laplacian", path, "-o", tmp_path / "lap.npy")
-    oclsci("jacobi", tmp_path / "lap.npy", "-n", 10, "-o", tmp_path / "x.png",
-           "--compare", tmp_path / "both.png", "--quiet")
+    oclsci("jacobi", tmp_path / "lap.npy", "-n", 10, "-o", tmp_path / "x.png", "--quiet")
     with Image.open(tmp_path / "x.png") as image:
         assert image.size == (31, 23) and image.mode == "L"
+    oclsci("jacobi", tmp_path / "lap.npy", "-n", 10, "-o", tmp_path / "x.npy",
+           "--compare", tmp_path / "both.png", "--quiet")
+    want = comparison(np.load(tmp_path / "lap.npy"), np.load(tmp_path / "x.npy"))
     with Image.open(tmp_path / "both.png") as image:
-        assert image.size[1] == 23 and image.size[0] > 2 * 31
+        assert image.mode == "RGB" and np.array_equal(np.asarray(image), want)
 
 
 @pytest.mark.slow
