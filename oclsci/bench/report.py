@@ -107,7 +107,8 @@ def case_table(case: dict, level: int = 3) -> str:
     """The Markdown table of one case (a heading of ``level``), notes and descriptions."""
     unit = case["iteration_unit"]
     prefix, scale = _prefix([r["throughput"] or 0 for r in case["results"]])
-    header = ["variant", "check", "wall s", "runs (spread)", "device s", "speed-up vs NumPy",
+    header = ["variant", "check", "wall s", "runs (spread)", "device s",
+              f"speed-up vs {reference_name(case)}",
               f"µs/{unit}",
               f"{prefix} {case['throughput_unit']}".strip(), "GB/s", "% of copy BW"]
     rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -164,10 +165,11 @@ def to_markdown(report: dict, level: int = 2) -> str:
         "",
         "Wall: host clock from the first enqueue to `queue.finish()` (set-up, build and "
         "transfers excluded); median of the runs, whose spread is (max - min) / median. "
-        "Device: OpenCL profiling events. Speed-up: NumPy's wall time "
-        "over the variant's. µs per iteration, throughput, GB/s (minimum bytes a variant "
-        "must move) and % of copy bandwidth: from device time where there is one. A variant "
-        "whose result differs from NumPy's is marked FAILED and gets no figures but its times.",
+        "Device: OpenCL profiling events. Speed-up: the reference's wall time (NumPy's, or "
+        "SciPy's where SciPy is the reference) over the variant's. µs per iteration, "
+        "throughput, GB/s (minimum bytes a variant must move) and % of copy bandwidth: from "
+        "device time where there is one. A variant whose result differs from the "
+        "reference's is marked FAILED and gets no figures but its times.",
         "",
     ]
     lines += [case_table(case, level + 1) for case in report["cases"]]
@@ -178,8 +180,45 @@ def to_markdown(report: dict, level: int = 2) -> str:
     return "\n".join(lines)
 
 
+#: How the reports' reference variants read in a label.
+REFERENCE_NAMES = {"numpy": "NumPy", "scipy": "SciPy", "scipy-direct": "SciPy's direct solver"}
+
+
+def reference_name(case: dict) -> str:
+    """What a case's speed-ups are measured against: NumPy, or SciPy where SciPy is the
+    reference."""
+    reference = next((r for r in case["results"] if r["reference"]), None)
+    if reference is None:
+        return "the reference"
+    return REFERENCE_NAMES.get(reference["variant"], reference["variant"])
+
+
+def chart_bars(case: dict) -> list[dict]:
+    """One bar per variant of ``case``: its label (``*``: extrapolated; a failed check
+    named), speed-up over the reference (0: no figure), the range of speed-ups its timed runs
+    give (the spread; None with one run), and how to draw it."""
+    reference = next((r for r in case["results"] if r["reference"]), None)
+    reference_wall = reference["wall_seconds"] if reference else None
+    bars = []
+    for result in case["results"]:
+        value = result["speedup_vs_numpy"] or 0.0
+        samples = [s for s in result["wall_seconds_samples"] or [] if s and s > 0]
+        spread = None
+        if reference_wall and value and len(samples) > 1:
+            spread = (reference_wall / max(samples), reference_wall / min(samples))
+        label = result["variant"] + (" *" if result["extrapolated"] else "") + (
+            "" if result["status"] == "ok" else f" ({result['status'].upper()})")
+        bars.append({"label": label, "value": value, "spread": spread,
+                     "colour": "tab:grey" if result["reference"] else
+                     "tab:blue" if result["status"] == "ok" else "tab:red",
+                     "hatch": "//" if result["extrapolated"] else ""})
+    return bars
+
+
 def write_plot(report: dict, path: str | Path) -> None:
-    """A PNG of the speed-ups over NumPy, one panel per case (checked variants only)."""
+    """A PNG of the speed-ups over each case's reference (NumPy, or SciPy), one panel per
+    case: a dashed line at 1x (as fast as the reference), the spread of the timed runs as
+    error bars, extrapolated figures hatched and starred, --quick said in the title."""
     check_plot_available()
     import matplotlib  # optional (the plot extra) and slow: imported only to plot
 
@@ -189,27 +228,34 @@ def write_plot(report: dict, path: str | Path) -> None:
 
     cases = report["cases"]
     figure, axes = plt.subplots(len(cases) or 1, 1, squeeze=False,
-                                figsize=(8, 1.2 + 0.45 * sum(len(c["results"]) for c in cases)))
+                                figsize=(8, 1.4 + 0.5 * sum(len(c["results"]) for c in cases)))
     for axis, case in zip(axes[: len(cases), 0], cases, strict=True):
-        names, values, colours = [], [], []
-        for result in case["results"]:
-            names.append(result["variant"] + ("" if result["status"] == "ok"
-                                              else f" ({result['status'].upper()})"))
-            values.append(result["speedup_vs_numpy"] or 0.0)
-            colours.append("tab:grey" if result["reference"] else
-                           "tab:blue" if result["status"] == "ok" else "tab:red")
-        bars = axis.barh(names, values, color=colours)
-        axis.bar_label(bars, labels=[f"{v:.3g}x" if v else "no figure" for v in values],
-                       fontsize=7, padding=2)
+        bars = chart_bars(case)
+        values = [bar["value"] for bar in bars]
+        errors = [[bar["value"] - bar["spread"][0] if bar["spread"] else 0 for bar in bars],
+                  [bar["spread"][1] - bar["value"] if bar["spread"] else 0 for bar in bars]]
+        drawn = axis.barh([bar["label"] for bar in bars], values,
+                          color=[bar["colour"] for bar in bars], xerr=errors,
+                          error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "black"})
+        for patch, bar in zip(drawn, bars, strict=True):
+            patch.set_hatch(bar["hatch"])
+        axis.bar_label(drawn, labels=[f"{v:.3g}x" if v else "no figure" for v in values],
+                       fontsize=7, padding=4)
+        reference = reference_name(case)
+        axis.axvline(1.0, color="black", linestyle="--", linewidth=0.8)
         axis.set_xscale("log")
         axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
         axis.xaxis.set_minor_formatter(ticker.NullFormatter())
         axis.margins(x=0.15)
         axis.invert_yaxis()
         axis.set_title(case["title"], fontsize=9)
-        axis.set_xlabel("speed-up over NumPy (wall time)", fontsize=8)
+        extrapolated = any(bar["hatch"] for bar in bars)
+        axis.set_xlabel(f"speed-up over {reference} (wall time; dashed: 1x; bars: the runs' "
+                        "spread" + ("; * hatched: extrapolated" if extrapolated else "") + ")",
+                        fontsize=8)
         axis.tick_params(labelsize=8)
-    figure.suptitle(f"oclsci bench: {report['device']['name']}", fontsize=10)
+    quick = " (--quick: smaller problems)" if report["settings"]["quick"] else ""
+    figure.suptitle(f"oclsci bench: {report['device']['name']}{quick}", fontsize=10)
     figure.tight_layout()
     with atomic_path(path) as temporary:
         figure.savefig(temporary, format="png", dpi=110)

@@ -18,7 +18,7 @@ from oclsci.bench import Timing, run_bench, schema, to_markdown, validate
 from oclsci.bench.core import Progress
 from oclsci.bench.jacobi import SolverJacobi, grid_case, large_plan
 from oclsci.bench.measure import QUICK, Budget, run_case
-from oclsci.bench.report import write_plot
+from oclsci.bench.report import chart_bars, reference_name, write_plot
 from oclsci.cli import bench as cli_bench
 from oclsci.cli import main
 from oclsci.jacobi.solver import KERNEL_NAMES
@@ -324,3 +324,30 @@ def test_sigterm_leaves_no_output(tmp_path):
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert "stopped by SIGTERM" in stderr
     assert not list(tmp_path.iterdir())
+
+
+def _result(variant, wall, samples, *, reference=False, status="ok", extrapolated=False,
+            speedup=None):
+    return {"variant": variant, "reference": reference, "status": status,
+            "extrapolated": extrapolated, "wall_seconds": wall,
+            "wall_seconds_samples": samples, "speedup_vs_numpy": speedup}
+
+
+def test_chart_bars_carry_the_spread_the_reference_and_the_marks():
+    """What the chart draws, without matplotlib: speed-ups over the case's reference (SciPy
+    where it is the reference), error bars from the variant's runs, extrapolated bars hatched
+    and starred, failed ones named."""
+    case = {"results": [
+        _result("scipy", 2.0, [2.0, 2.2, 1.9], reference=True, speedup=1.0),
+        _result("fast", 0.5, [0.4, 0.5, 0.8], speedup=4.0),
+        _result("guess", 1.0, [1.0], extrapolated=True, speedup=2.0),
+        _result("wrong", 0.1, [0.1, 0.1], status="failed"),
+    ]}
+    assert reference_name(case) == "SciPy"
+    assert reference_name({"results": [_result("numpy", 1, [1], reference=True)]}) == "NumPy"
+    reference, fast, guess, wrong = chart_bars(case)
+    assert reference["colour"] == "tab:grey" and reference["value"] == 1.0
+    assert fast["spread"] == (2.0 / 0.8, 2.0 / 0.4) and fast["label"] == "fast"
+    assert guess["spread"] is None and guess["hatch"] == "//" and guess["label"] == "guess *"
+    assert wrong["value"] == 0.0 and wrong["colour"] == "tab:red"
+    assert wrong["label"] == "wrong (FAILED)"
