@@ -1,10 +1,10 @@
 """Jacobi reconstruction of an image from its Laplacian (the seed talk's solver).
 
 - :mod:`~oclsci.jacobi.solver`: :class:`JacobiSolver` (buffers, kernels, launches, residual
-  sums) and :func:`jacobi` on one device;
+  sums);
 - :mod:`~oclsci.jacobi.runner`: :func:`run`, the paced loop between exchanges, residual
   checks, checkpoints and stop requests (an MPI run passes a halo object, see
-  :mod:`oclsci.mpi`), and :class:`JacobiResult`;
+  :mod:`oclsci.mpi`), :class:`JacobiResult`, and :func:`jacobi` on one device;
 - :mod:`~oclsci.jacobi.reference`: the NumPy reference every kernel matches bit for bit;
 - :mod:`~oclsci.jacobi.kernels`: the registry of kernels, one spec each
   (:mod:`~oclsci.jacobi.specs`);
@@ -18,8 +18,8 @@
 
 from oclsci.jacobi.driver import JacobiOutcome, run_job
 from oclsci.jacobi.job import JacobiJob
-from oclsci.jacobi.runner import JacobiResult, SingleDevice, relative_residual, run
-from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver, choose_fitting_config, jacobi
+from oclsci.jacobi.runner import JacobiResult, SingleDevice, jacobi, relative_residual, run
+from oclsci.jacobi.solver import KERNEL_NAMES, JacobiSolver, choose_fitting_config
 
 __all__ = ["KERNEL_NAMES", "JacobiJob", "JacobiOutcome", "JacobiResult", "JacobiSolver",
            "SingleDevice", "choose_fitting_config", "jacobi", "relative_residual", "run",

@@ -26,6 +26,7 @@ import numpy as np
 from oclsci.errors import Interrupted
 from oclsci.io import write_array, write_image, write_outputs
 from oclsci.jacobi.checkpoint import Checkpoint, save_checkpoint
+from oclsci.jacobi.checks import check_finite
 from oclsci.jacobi.job import (  # noqa: F401 - the job's names, at hand with the driver
     OUTPUT_SUFFIXES,
     JacobiJob,
@@ -36,7 +37,7 @@ from oclsci.jacobi.job import (  # noqa: F401 - the job's names, at hand with th
     prepare,
 )
 from oclsci.jacobi.runner import JacobiResult, run
-from oclsci.jacobi.solver import JacobiSolver, check_finite
+from oclsci.jacobi.solver import JacobiSolver
 from oclsci.runtime.device import ComputeContext, create_context
 from oclsci.runtime.signals import StopFlag, signal_name
 

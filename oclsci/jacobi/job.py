@@ -15,9 +15,10 @@ from oclsci.errors import InputError
 from oclsci.io import check_distinct_outputs, check_inputs_kept, check_output_path, read_array
 from oclsci.jacobi import kernels
 from oclsci.jacobi.checkpoint import checkpoint_dtype, load_checkpoint
+from oclsci.jacobi.checks import MAX_ITERATIONS, check_fits
 from oclsci.jacobi.picture import builtin_picture
 from oclsci.jacobi.reference import laplacian
-from oclsci.jacobi.solver import MAX_ITERATIONS, check_fits, validate_rhs
+from oclsci.jacobi.solver import validate_rhs
 
 OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
 

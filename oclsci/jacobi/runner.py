@@ -12,18 +12,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from oclsci.errors import Interrupted
-from oclsci.jacobi.checks import check_iterations, check_run_options
+from oclsci.errors import ArgumentTypeError, Interrupted
+from oclsci.jacobi.checks import check_dtype, check_finite, check_iterations, check_run_options
+from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import KernelConfig
+from oclsci.runtime.device import as_compute_context
 from oclsci.runtime.pacing import Pacer
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
-
-if TYPE_CHECKING:
-    from oclsci.jacobi.solver import JacobiSolver
 
 
 @dataclass
@@ -154,3 +153,25 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
         wall_seconds=stopwatch.wall_seconds, timing_source=stopwatch.source, residual=final,
         converged=converged, extra={"steps_run": solver.iteration - start},
     )
+
+
+def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.float32,
+           device: Any = None, kernel: str = "auto", tol: float | None = None,
+           check_every: int = 1000) -> np.ndarray:
+    """Reconstruct X from its Laplacian ``rhs`` by ``iterations`` Jacobi steps; return X.
+
+    ``device`` is a SPEC string, a :class:`~oclsci.runtime.device.ComputeContext` or None (default
+    selection). ``kernel`` is one of :data:`KERNEL_NAMES` or ``auto``. Bad arguments raise
+    :class:`~oclsci.errors.InvalidArgumentError` (a ValueError) or
+    :class:`~oclsci.errors.ArgumentTypeError` (a TypeError) before any work; a result that
+    overflowed the dtype raises :class:`~oclsci.errors.NonFiniteResultError`.
+    """
+    iterations = check_iterations(iterations)
+    check_run_options(tol, check_every, 0)
+    dtype = check_dtype(dtype)
+    if not isinstance(kernel, str):
+        raise ArgumentTypeError(f"kernel must be a name such as 'auto', got {kernel!r}")
+    compute = as_compute_context(device)
+    solver = JacobiSolver(compute, rhs, x0=x0, dtype=dtype, kernel=kernel)
+    run(solver, iterations, tol=tol, check_every=check_every)
+    return check_finite(solver.read())

@@ -17,26 +17,16 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import ArgumentTypeError, InputError, InvalidArgumentError
+from oclsci.errors import InputError, InvalidArgumentError
 from oclsci.jacobi import kernels
 from oclsci.jacobi.checks import (
-    MAX_ITERATIONS,  # noqa: F401 - re-exported for the commands
     check_dtype,
-    check_finite,
     check_fits,
-    check_iterations,
-    check_run_options,
     validate_grid,
-)
-from oclsci.jacobi.runner import (  # noqa: F401 - the run loop, public here since 0.1
-    JacobiResult,
-    SingleDevice,
-    relative_residual,
-    run,
 )
 from oclsci.jacobi.tuning import KernelConfig, choose_config, device_candidates
 from oclsci.runtime import programs
-from oclsci.runtime.device import ComputeContext, as_compute_context
+from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.hostmem import staged_read, staged_write
 from oclsci.runtime.launch import Launch
 
@@ -361,26 +351,3 @@ class JacobiSolver:
                                    (RESIDUAL_GROUP_SIZE,))
         cl.enqueue_copy(self.compute.queue, partial, partial_buffer)
         return float(np.sum(partial, dtype=np.float64))
-
-
-def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.float32,
-           device: Any = None, kernel: str = "auto", tol: float | None = None,
-           check_every: int = 1000) -> np.ndarray:
-    """Reconstruct X from its Laplacian ``rhs`` by ``iterations`` Jacobi steps; return X.
-
-    ``device`` is a SPEC string, a :class:`~oclsci.runtime.device.ComputeContext` or None (default
-    selection). ``kernel`` is one of :data:`KERNEL_NAMES` or ``auto``. Bad arguments raise
-    :class:`~oclsci.errors.InvalidArgumentError` (a ValueError) or
-    :class:`~oclsci.errors.ArgumentTypeError` (a TypeError) before any work; a result that
-    overflowed the dtype raises :class:`~oclsci.errors.NonFiniteResultError`.
-    """
-    iterations = check_iterations(iterations)
-    check_run_options(tol, check_every, 0)
-    dtype = check_dtype(dtype)
-    if not isinstance(kernel, str):
-        raise ArgumentTypeError(f"kernel must be a name such as 'auto', got {kernel!r}")
-    compute = as_compute_context(device)
-    solver = JacobiSolver(compute, rhs, x0=x0, dtype=dtype, kernel=kernel)
-    run(solver, iterations, tol=tol, check_every=check_every)
-    return check_finite(solver.read())
-

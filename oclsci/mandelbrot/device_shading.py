@@ -1,6 +1,6 @@
 """The seed's picture coloured on the device: :func:`shade_on_device`.
 
-The same steps as :func:`oclsci.mandelbrot.shading.shade_numpy` (hot colour map, PowerNorm(0.3),
+The same steps as :func:`oclsci.mandelbrot.palette.shade_numpy` (hot colour map, PowerNorm(0.3),
 hill shading, HSV blend), in the same order, in ``kernels/mandelbrot_shade.cl.mako``: one pass
 finds the extremes of the smooth count and of the illumination, a second colours each pixel.
 In float64 (devices that have it) the bytes equal NumPy's but where OpenCL's ``pow`` and
@@ -15,7 +15,7 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.errors import DeviceError, InputError, first_line
-from oclsci.mandelbrot.shading import hot_table, light_direction, shade
+from oclsci.mandelbrot.palette import hot_table, light_direction, rgb8
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 
@@ -42,7 +42,7 @@ def shade_on_device(compute: ComputeContext, smooth: np.ndarray,
     if smooth.dtype not in (np.float32, np.float64):
         smooth = smooth.astype(np.float64)
     if not compute.supports_fp64 and not np.all(np.abs(smooth) < FLOAT32_SAFE):
-        return shade(smooth, renderer="numpy", origin=origin)  # squares would overflow
+        return rgb8(smooth, origin)  # squares would overflow float32: the host colours
     try:
         return _shade(compute, smooth, origin)
     except cl.Error as error:  # out of device memory, a launch the device refuses

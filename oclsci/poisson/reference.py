@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from oclsci.poisson.hierarchy import Level, Transfer, build_levels
+from oclsci.poisson.hierarchy import Level, Transfer, build_levels, smooth_red_black
 
 
 def apply_operator(level: Level, u: np.ndarray) -> np.ndarray:
@@ -25,23 +25,6 @@ def apply_operator(level: Level, u: np.ndarray) -> np.ndarray:
 def residual(level: Level, u: np.ndarray, f: np.ndarray) -> np.ndarray:
     """``f - L u``."""
     return f - apply_operator(level, u)
-
-
-def smooth_red_black(level: Level, u: np.ndarray, f: np.ndarray, sweeps: int) -> None:
-    """``sweeps`` red-black Gauss-Seidel sweeps in place (red: row + column even, first;
-    post-smoothing too: black first halves the rate of convergence, measured)."""
-    m, n = u.shape
-    north, south = level.rows.coefficients()
-    west, east = level.cols.coefficients()
-    diagonal = (north + south)[:, None] + (west + east)[None, :]
-    parity = np.add.outer(np.arange(m), np.arange(n)) % 2
-    for _ in range(sweeps):
-        for colour in (0, 1):
-            padded = np.pad(u, 1)
-            neighbours = (north[:, None] * padded[:-2, 1:-1] + south[:, None] * padded[2:, 1:-1]
-                          + west[None, :] * padded[1:-1, :-2] + east[None, :] * padded[1:-1, 2:])
-            update = (neighbours - f) / diagonal
-            u[parity == colour] = update[parity == colour]
 
 
 def smooth_jacobi(level: Level, u: np.ndarray, f: np.ndarray, sweeps: int,

@@ -195,7 +195,7 @@ def test_mandelbrot_refuses_windows_that_overflow(tmp_path):
 
 
 def test_api_refuses_values_beyond_the_dtype_and_overflow(any_compute):
-    from oclsci.jacobi.solver import jacobi
+    from oclsci.jacobi.runner import jacobi
 
     with pytest.raises(InvalidArgumentError, match="float32"):
         jacobi(np.full((4, 4), 1e300), 10, device=any_compute)
@@ -410,7 +410,7 @@ def test_tune_cache_off_writes_nothing(tmp_path, monkeypatch):
     ({"tol": 1e-3, "check_every": 0}, InvalidArgumentError, "check_every"),
 ])
 def test_api_arguments_get_typed_one_line_errors(any_compute, kwargs, error, fragment):
-    from oclsci.jacobi.solver import jacobi
+    from oclsci.jacobi.runner import jacobi
 
     rhs = np.random.default_rng(5).standard_normal((8, 6))
     arguments = {"iterations": 10, "device": any_compute, **kwargs}

@@ -79,7 +79,7 @@ def test_a_non_finite_iterate_makes_the_residual_non_finite(any_compute, dtype, 
     needs a NaN or infinity in any cell, edge or corner, to make the residual not finite,
     whatever the scale ||B|| (zero, or beyond the accumulator in float64)."""
     from oclsci.jacobi import JacobiSolver
-    from oclsci.jacobi.solver import relative_residual
+    from oclsci.jacobi.runner import relative_residual
 
     if dtype == np.float64 and not any_compute.supports_fp64:
         pytest.skip("the device has no float64")

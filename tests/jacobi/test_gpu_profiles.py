@@ -18,7 +18,8 @@ from oclsci.errors import DeviceError, InputError
 from oclsci.jacobi import solver as jacobi_module
 from oclsci.jacobi.kernels import KERNELS, auto_kernel
 from oclsci.jacobi.reference import jacobi_numpy
-from oclsci.jacobi.solver import JacobiSolver, WorkGroupTooLarge, run
+from oclsci.jacobi.runner import run
+from oclsci.jacobi.solver import JacobiSolver, WorkGroupTooLarge
 from oclsci.jacobi.tuning import KernelConfig, choose_config, device_candidates
 from oclsci.jacobi.tuning import search as jacobi_autotune
 from oclsci.mandelbrot.renderer import GPU_LOCAL_SIZE

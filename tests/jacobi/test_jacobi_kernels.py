@@ -18,7 +18,8 @@ from oclsci.jacobi import kernels
 from oclsci.jacobi import solver as jacobi
 from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.reference import jacobi_numpy
-from oclsci.jacobi.solver import JacobiSolver, run
+from oclsci.jacobi.runner import run
+from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import KernelConfig, default_config, device_default
 from oclsci.runtime import programs
 

@@ -26,7 +26,8 @@ from oclsci.errors import InputError
 from oclsci.jacobi import kernels
 from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.reference import jacobi_numpy, laplacian, residual_norm
-from oclsci.jacobi.solver import JacobiSolver, relative_residual, run
+from oclsci.jacobi.runner import relative_residual, run
+from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import KernelConfig, default_config
 
 pytestmark = pytest.mark.slow

@@ -172,21 +172,11 @@ def test_failed_png_write_leaves_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_old_writer_names_warn_and_write(tmp_path):
-    from oclsci.mandelbrot import shading
-
-    counts = np.arange(12, dtype=np.int32).reshape(3, 4)
-    with pytest.warns(DeprecationWarning, match="oclsci.io.write_npy"):
-        shading.write_npy(tmp_path / "c.npy", counts)
-    np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), counts)
-    with pytest.warns(DeprecationWarning, match="oclsci.io.write_image"):
-        assert shading.write_png is not None
-
-
 def test_numpy_colouring():
+    from oclsci.mandelbrot import palette
     from oclsci.mandelbrot import shading as render
 
-    assert np.allclose(render.hot_colormap(np.array([0.0, 1.0])), [[0.0416, 0, 0], [1, 1, 1]])
+    assert np.allclose(palette.hot_colormap(np.array([0.0, 1.0])), [[0.0416, 0, 0], [1, 1, 1]])
     smooth = mandelbrot_numpy(width=40, height=30, maxiter=50)
     values = smooth_count(*smooth, 2.0**40)
     rgb = render.shade(values, renderer="numpy")
@@ -195,7 +185,7 @@ def test_numpy_colouring():
     assert not np.array_equal(rgb, upper) or np.array_equal(values, values[::-1])
     rng = np.random.default_rng(0)
     colours = rng.random((100, 3))
-    assert np.allclose(render.hsv_to_rgb(render.rgb_to_hsv(colours)), colours)
+    assert np.allclose(palette.hsv_to_rgb(palette.rgb_to_hsv(colours)), colours)
 
 
 def _colour_grids():

@@ -22,7 +22,8 @@ def _run_residual(compute: Any, case: dict) -> None:
     import numpy as np
     import pyopencl as cl
 
-    from oclsci.jacobi.solver import JacobiSolver, run
+    from oclsci.jacobi.runner import run
+    from oclsci.jacobi.solver import JacobiSolver
     from oclsci.jacobi.tuning import KernelConfig
     from oclsci.runtime import programs
 

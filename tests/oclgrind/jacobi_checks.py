@@ -146,7 +146,8 @@ def _solve_and_compare(compute: Any, case: dict) -> None:
     import numpy as np
 
     from oclsci.jacobi.reference import jacobi_numpy
-    from oclsci.jacobi.solver import JacobiSolver, run
+    from oclsci.jacobi.runner import run
+    from oclsci.jacobi.solver import JacobiSolver
     from oclsci.jacobi.tuning import KernelConfig
 
     dtype = np.dtype(case["dtype"])

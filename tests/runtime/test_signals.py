@@ -253,7 +253,8 @@ def test_stale_temporary_files_of_a_killed_run_are_removed(tmp_path, rhs_file):
 
 def test_api_run_stops_soon_after_it_is_asked(any_compute):
     """run(solver, 10**12, should_stop=...) acts at the next poll, whatever the count."""
-    from oclsci.jacobi.solver import JacobiSolver, run
+    from oclsci.jacobi.runner import run
+    from oclsci.jacobi.solver import JacobiSolver
 
     solver = JacobiSolver(any_compute, np.ones((64, 48), dtype=np.float32))
     asked = threading.Event()

@@ -28,19 +28,9 @@ from oclsci.jacobi.tuning.defaults import (
     device_default,
     suited_kernels,
 )
-from oclsci.jacobi.tuning.space import (
-    KERNELS,
-    LAUNCH_ONLY,
-    LOCAL_SIZE_LIMIT,
-    MULTI_STEP,
-    PARAMETER_LIMITS,
-    PARAMETERS,
-    KernelConfig,
-    round_up,
-)
+from oclsci.jacobi.tuning.space import LOCAL_SIZE_LIMIT, KernelConfig, round_up
 
 __all__ = ["CACHE_FORMAT", "cache_disabled", "cache_key", "cache_path", "cached_config",
            "load_cache", "make_entry", "save_entry", "size_class", "auto_kernel",
            "choose_config", "default_candidates", "default_config", "device_candidates",
-           "device_default", "suited_kernels", "KERNELS", "LAUNCH_ONLY", "LOCAL_SIZE_LIMIT",
-           "MULTI_STEP", "PARAMETER_LIMITS", "PARAMETERS", "KernelConfig", "round_up"]
+           "device_default", "suited_kernels", "LOCAL_SIZE_LIMIT", "KernelConfig", "round_up"]

@@ -19,22 +19,10 @@ from oclsci.errors import InputError
 from oclsci.jacobi import kernels
 from oclsci.jacobi.specs import KernelSpec, round_up, temporal
 
-# Views of the registry under their names of oclsci 0.1.
-KERNELS = tuple(kernels.KERNELS)
-PARAMETERS: dict[str, dict[str, tuple[type, Any]]] = {
-    name: {p.name: (p.kind, p.default) for p in spec.params}
-    for name, spec in kernels.KERNELS.items()}
-LAUNCH_ONLY = {name: {p.name for p in spec.params if not p.template}
-               for name, spec in kernels.KERNELS.items()
-               if any(not p.template for p in spec.params)}
-PARAMETER_LIMITS = {p.name: p.high for spec in kernels.KERNELS.values() for p in spec.params
-                    if p.high is not None}
-MULTI_STEP = {name: spec.steps_param for name, spec in kernels.KERNELS.items()
-              if spec.steps_param}
+# The largest work-group side a configuration may name (a sanity bound on parsed caches).
 LOCAL_SIZE_LIMIT = 65536
 
-__all__ = ["KERNELS", "PARAMETERS", "LAUNCH_ONLY", "PARAMETER_LIMITS", "MULTI_STEP",
-           "LOCAL_SIZE_LIMIT", "KernelConfig", "round_up"]
+__all__ = ["LOCAL_SIZE_LIMIT", "KernelConfig", "round_up"]
 
 
 def _one_of(values: tuple) -> str:
