@@ -12,10 +12,10 @@ import functools
 import click
 import numpy as np
 
+from oclsci.arrays import check_finite, validate_grid
 from oclsci.cli.options import device_option, launched_world, quiet_option
 from oclsci.cli.progress import progress_every_option, progress_maker
 from oclsci.io import check_inputs_kept, check_output_path, read_array, write_array
-from oclsci.jacobi.checks import check_finite, validate_grid
 from oclsci.jacobi.driver import JacobiOutcome, run_job
 from oclsci.jacobi.job import (  # noqa: F401 - Problem, load_problem: public names kept here
     OUTPUT_SUFFIXES,
@@ -23,7 +23,6 @@ from oclsci.jacobi.job import (  # noqa: F401 - Problem, load_problem: public na
     Problem,
     load_problem,
 )
-from oclsci.jacobi.reference import laplacian
 
 
 @click.command("jacobi")
@@ -131,6 +130,8 @@ def print_summary(outcome: JacobiOutcome) -> None:
               help="Laplacian: .npy (float64, exact) or .png/.pgm (scaled to 8 bits).")
 def laplacian_command(image, output):
     """Write the 5-point Laplacian of IMAGE (zero boundary): `jacobi` of it returns IMAGE."""
+    from oclsci.jacobi.reference import laplacian  # this command only
+
     check_output_path(output, OUTPUT_SUFFIXES)
     check_inputs_kept({"IMAGE": image}, output=output)
     rhs = validate_grid(read_array(image), f"image {image}")

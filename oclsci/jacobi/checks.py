@@ -1,4 +1,6 @@
-"""Checks of the Jacobi solver's arguments, shared by the Python API and the commands.
+"""Checks of the Jacobi run's arguments (step counts, tolerance, periods), shared by the
+Python API and the commands; the checks of arrays and dtypes that every workload shares are in
+:mod:`oclsci.arrays`.
 
 Each refuses a bad argument before any work with a one-line typed error:
 :class:`~oclsci.errors.InvalidArgumentError` (a ValueError) for a value that cannot be used,
@@ -9,88 +11,13 @@ from __future__ import annotations
 
 import math
 import numbers
-import sys
 from typing import Any
 
-import numpy as np
-
-from oclsci.errors import ArgumentTypeError, InvalidArgumentError, NonFiniteResultError
+from oclsci.errors import ArgumentTypeError, InvalidArgumentError
 
 # Most steps a run may ask for: far beyond any real run, small enough that step counts stay
 # exact in float64 (timings, JSON) and in the checkpoint's int64.
 MAX_ITERATIONS = 2**53
-DTYPES = (np.float32, np.float64)
-
-
-def validate_grid(values: Any, what: str, check_finite: bool = True) -> np.ndarray:
-    """``values`` as a 2-D array of finite numbers, or a typed error naming ``what``.
-    ``check_finite=False`` leaves out the pass over the values (for a caller that made it).
-    A ``pyopencl.array.Array`` is read to the host."""
-    cl_array = sys.modules.get("pyopencl.array")  # not imported: values cannot be one
-    if cl_array is not None and isinstance(values, cl_array.Array):
-        values = values.get()
-    array = np.asarray(values)
-    if array.ndim != 2:
-        raise InvalidArgumentError(f"{what} must be a 2-D array, got {array.ndim} dimensions")
-    if array.size == 0:
-        raise InvalidArgumentError(f"{what} is empty (shape {array.shape})")
-    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
-        raise ArgumentTypeError(f"{what} must hold numbers, got dtype {array.dtype}")
-    if check_finite and np.issubdtype(array.dtype, np.floating) and not extremes_finite(array):
-        bad = int(np.count_nonzero(~np.isfinite(array)))
-        raise InvalidArgumentError(f"{what} holds {bad} NaN or infinite value(s)")
-    return array
-
-
-def check_shape(shape: Any, what: str = "shape") -> tuple[int, int]:
-    """``shape`` as a pair of positive ints (rows, columns), or a typed error naming
-    ``what``: non-integer entries (4.5, True) are refused, never rounded."""
-    try:
-        entries = tuple(shape)
-    except TypeError:
-        raise ArgumentTypeError(f"{what} must be a pair of integers (rows, columns), got "
-                                f"{type(shape).__name__} {shape!r}") from None
-    if len(entries) != 2:
-        raise InvalidArgumentError(f"{what} must be a pair of integers (rows, columns), got "
-                                   f"{len(entries)} entries {shape!r}")
-    for entry in entries:
-        if isinstance(entry, (bool, np.bool_)) or not isinstance(entry, numbers.Integral):
-            raise ArgumentTypeError(f"{what} must hold integers, got {type(entry).__name__} "
-                                    f"{entry!r} in {shape!r}")
-        if entry < 1:
-            raise InvalidArgumentError(f"{what} must be at least 1 x 1, got {shape!r}")
-    return int(entries[0]), int(entries[1])
-
-
-def extremes_finite(array: np.ndarray) -> bool:
-    """True when a non-empty float array holds no NaN or infinity (they show in its extremes:
-    two passes that allocate nothing, where ``isfinite`` makes a mask of the whole array)."""
-    return bool(np.isfinite(array.min()) and np.isfinite(array.max()))
-
-
-def check_dtype(dtype: Any) -> np.dtype:
-    """``dtype`` as float32 or float64, or a typed error saying what is allowed."""
-    try:
-        checked = np.dtype(dtype)
-    except TypeError:
-        raise ArgumentTypeError(f"dtype must be float32 or float64, got {dtype!r}") from None
-    if checked not in DTYPES:
-        raise InvalidArgumentError(f"dtype must be float32 or float64, got {checked}")
-    return checked
-
-
-def check_fits(array: np.ndarray, dtype: Any, what: str) -> None:
-    """Refuse values too large for ``dtype`` (they would become infinite on the device)."""
-    dtype = np.dtype(dtype)
-    limit = float(np.finfo(dtype).max)
-    if array.size == 0 or np.issubdtype(array.dtype, np.integer) or (
-            np.issubdtype(array.dtype, np.floating) and float(np.finfo(array.dtype).max) <= limit):
-        return  # every finite value fits (the largest int64 is about 9.2e18)
-    largest = max(abs(float(array.min())), abs(float(array.max())))
-    if largest > limit:
-        hint = "scale the input" if dtype == np.float64 else "use float64 or scale the input"
-        raise InvalidArgumentError(f"{what} holds values up to {largest:.4g}, beyond "
-                                   f"{dtype.name}'s largest {limit:.4g}: {hint}")
 
 
 def check_iterations(iterations: Any, name: str = "iterations") -> int:
@@ -119,12 +46,3 @@ def check_run_options(tol: Any, check_every: Any, checkpoint_every: Any) -> None
             raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
 
 
-def check_finite(x: np.ndarray, what: str = "the result") -> np.ndarray:
-    """Return ``x``, or raise :class:`NonFiniteResultError` if it holds NaN or infinities."""
-    if x.size and not extremes_finite(x):
-        bad = int(np.count_nonzero(~np.isfinite(x)))
-        hint = "scale the input down" if x.dtype == np.float64 else \
-            "use float64 or scale the input down"
-        raise NonFiniteResultError(f"{what} holds {bad} NaN or infinite value(s): the "
-                                   f"computation overflowed {x.dtype.name}; {hint}")
-    return x

@@ -23,10 +23,10 @@ from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
+from oclsci.arrays import check_finite
 from oclsci.errors import Interrupted
 from oclsci.io import write_array, write_image, write_outputs
 from oclsci.jacobi.checkpoint import Checkpoint, save_checkpoint
-from oclsci.jacobi.checks import check_finite
 from oclsci.jacobi.job import (  # noqa: F401 - the job's names, at hand with the driver
     OUTPUT_SUFFIXES,
     JacobiJob,

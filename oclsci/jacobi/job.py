@@ -11,13 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from oclsci.arrays import check_fits
 from oclsci.errors import InputError
 from oclsci.io import check_distinct_outputs, check_inputs_kept, check_output_path, read_array
 from oclsci.jacobi import kernels
 from oclsci.jacobi.checkpoint import checkpoint_dtype, load_checkpoint
-from oclsci.jacobi.checks import MAX_ITERATIONS, check_fits
-from oclsci.jacobi.picture import builtin_picture
-from oclsci.jacobi.reference import laplacian
+from oclsci.jacobi.checks import MAX_ITERATIONS
 from oclsci.jacobi.solver import validate_rhs
 
 OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
@@ -77,6 +76,9 @@ def load_problem(input_path: str | None, resume: str | None) -> Problem:
         return Problem(rhs=state.rhs, x0=state.x, iteration=state.iteration,
                        original=state.original, source=f"checkpoint {resume}")
     if input_path is None:
+        from oclsci.jacobi.picture import builtin_picture  # only for the built-in picture
+        from oclsci.jacobi.reference import laplacian
+
         picture = builtin_picture()
         return Problem(rhs=laplacian(picture), original=picture,
                        source="built-in 400x266 picture (its Laplacian)")

@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from oclsci.arrays import check_dtype, check_finite
 from oclsci.errors import ArgumentTypeError, Interrupted
-from oclsci.jacobi.checks import check_dtype, check_finite, check_iterations, check_run_options
+from oclsci.jacobi.checks import check_iterations, check_run_options
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import KernelConfig
 from oclsci.runtime.device import as_compute_context

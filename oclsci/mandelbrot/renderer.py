@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
+from oclsci.arrays import check_dtype
 from oclsci.errors import InputError
-from oclsci.jacobi.checks import check_dtype
 from oclsci.mandelbrot.reference import coordinates, log_horizon_of
 from oclsci.runtime import programs, quirks
 from oclsci.runtime.device import ComputeContext, as_compute_context

@@ -205,7 +205,7 @@ def poisson_distributed(world: World, read_rhs: Any, *, device: str | None,
 
 def _distributed(world: World, read_rhs, device, notify, tol, max_cycles, method, dtype,
                  cycle, pre, post, smoother, stop_flag, progress):
-    from oclsci.jacobi.checks import check_fits
+    from oclsci.arrays import check_fits
     from oclsci.poisson.hierarchy import build_levels
     from oclsci.poisson.solve import PoissonSolver
 

@@ -28,14 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from oclsci.arrays import check_dtype, check_fits, check_shape, extremes_finite, validate_grid
 from oclsci.errors import ArgumentTypeError, InputError, InvalidArgumentError
-from oclsci.jacobi.checks import (
-    check_dtype,
-    check_fits,
-    check_shape,
-    extremes_finite,
-    validate_grid,
-)
 from oclsci.poisson.hierarchy import build_levels
 from oclsci.poisson.multigrid import POLL_INSIDE_CELLS, Multigrid, check_cycle, stopped
 from oclsci.runtime.device import ComputeContext, as_compute_context

@@ -22,8 +22,8 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
+from oclsci.arrays import check_dtype
 from oclsci.errors import InputError, Interrupted, OclsciWarning, UnknownNameError
-from oclsci.jacobi.checks import check_dtype
 from oclsci.runtime import programs, quirks
 from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.memory import check_memory

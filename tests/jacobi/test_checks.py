@@ -9,8 +9,8 @@ import numpy as np
 import pyopencl as cl
 import pytest
 
+from oclsci.arrays import check_finite, check_fits, validate_grid
 from oclsci.errors import InvalidArgumentError, NonFiniteResultError
-from oclsci.jacobi.checks import check_finite, check_fits, validate_grid
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.longdouble])
