@@ -13,7 +13,7 @@ small but non-trivial problem and compares with the NumPy reference:
 * Poisson: multigrid and conjugate gradients to a tolerance per dtype, the residual of the
   device's solution recomputed in float64 by NumPy;
 * Lomb-Scargle: every kernel variant and ``auto`` against the NumPy periodogram, within the
-  bound of the dtype (:func:`~oclsci.signal.lombscargle.float32_bound`; 1e-9 in float64).
+  bound of the dtype (:func:`~oclsci.lombscargle.periodogram.float32_bound`; 1e-9 in float64).
 
 A check that fails to build or to launch is a FAIL with the error's first line, not a crash.
 """
@@ -34,14 +34,14 @@ from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.jacobi.runner import run
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import choose_config, device_default
+from oclsci.lombscargle.periodogram import VARIANTS, float32_bound, lombscargle
+from oclsci.lombscargle.reference import lombscargle_numpy
 from oclsci.mandelbrot.reference import mandelbrot_numpy
 from oclsci.mandelbrot.renderer import mandelbrot
 from oclsci.poisson import solve as poisson_solve
 from oclsci.poisson.hierarchy import build_levels
 from oclsci.poisson.reference import residual as poisson_residual
 from oclsci.runtime.device import ComputeContext
-from oclsci.signal.lombscargle import VARIANTS, float32_bound, lombscargle
-from oclsci.signal.reference import lombscargle_numpy
 
 # Problem sizes: odd, not multiples of any work-group or tile; steps not a multiple of any
 # kernel's steps per launch. --quick uses the smaller set.

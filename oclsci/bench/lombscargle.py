@@ -3,7 +3,7 @@
 Reference: ``scipy.signal.lombscargle`` (SciPy's own code, called on blocks of frequencies so
 that its ``samples x frequencies`` temporaries stay small; :func:`lombscargle_numpy` where
 SciPy is missing). Variants: each of the seed's tuning steps as an OpenCL kernel
-(:data:`oclsci.signal.VARIANTS`) and the kept one with ``--fast-math``. Each variant's first
+(:data:`oclsci.lombscargle.VARIANTS`) and the kept one with ``--fast-math``. Each variant's first
 call in this process (plan, build or disk-cache load, run) is given in its description; the
 first call in a fresh process, with the binary cache warm, in the notes. One "iteration" is
 the whole periodogram; the throughput counts sample-frequency pairs (one sine and one cosine
@@ -24,9 +24,9 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.bench.core import Case, Check, Timing, host_timed
+from oclsci.lombscargle import VARIANTS, Periodogram, auto_variant, float32_bound, lombscargle_numpy
 from oclsci.runtime import programs
 from oclsci.runtime.timing import timed
-from oclsci.signal import VARIANTS, Periodogram, auto_variant, float32_bound, lombscargle_numpy
 
 SEED_CASE = (2**10, 2**20)
 QUICK_CASE = (2**10, 2**14)
@@ -65,7 +65,7 @@ class ScipyLombScargle:
                                 "timed call, shared by the float32 and float64 tables")
         except ImportError:
             function = lombscargle_numpy
-            self.description = "oclsci.signal.lombscargle_numpy (SciPy's algorithm; no SciPy)"
+            self.description = "oclsci.lombscargle.periodogram_numpy (SciPy's algorithm; no SciPy)"
         self.function = function
 
     def run(self, iterations: int) -> Timing:
@@ -89,7 +89,7 @@ class ScipyLombScargle:
 
 
 class OpenclLombScargle:
-    """One kernel configuration through :class:`oclsci.signal.Periodogram`."""
+    """One kernel configuration through :class:`oclsci.lombscargle.Periodogram`."""
 
     kind = "opencl"
 
@@ -186,7 +186,7 @@ import json, sys, time
 t0 = time.perf_counter()
 from oclsci.runtime.device import create_context
 from oclsci.bench.lombscargle import seed_inputs
-from oclsci.signal import Periodogram
+from oclsci.lombscargle import Periodogram
 compute = create_context({spec!r})
 x, y, f = seed_inputs({n}, {f})
 t1 = time.perf_counter()
@@ -238,7 +238,7 @@ def cases(compute: Any, quick: bool = False) -> tuple[list[Case], list[str]]:
         if dtype == "float32":  # fast math changes float32 only (OpenCL: no double native_sin)
             variants.append(OpenclLombScargle(compute, inputs, dtype, "auto", fast_math=True))
             tolerance = float32_bound(inputs[0], inputs[2], fast_math=True)
-            how = "float32_bound(fast_math=True) of oclsci.signal.lombscargle; the errors " \
+            how = "float32_bound(fast_math=True) of oclsci.lombscargle.periodogram; the errors " \
                   "of each variant are in the JSON report (max_rel_error)"
         else:
             tolerance, how = 1e-10, "float64"

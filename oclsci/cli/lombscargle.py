@@ -8,10 +8,10 @@ import click
 
 from oclsci.cli.options import device_option, launched_world, quiet_option
 from oclsci.cli.progress import optional_progress, progress_every_option, progress_maker
+from oclsci.lombscargle import Periodogram
+from oclsci.lombscargle.files import check_output, parse_freqs, read_samples, write_periodogram
 from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import StopFlag
-from oclsci.signal import Periodogram
-from oclsci.signal.files import check_output, parse_freqs, read_samples, write_periodogram
 
 
 @click.command("lombscargle")

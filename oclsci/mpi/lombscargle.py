@@ -1,7 +1,7 @@
 """The Lomb-Scargle periodogram over MPI ranks: frequencies shared out, gathered on rank 0.
 
 Each rank computes one contiguous band of the frequencies on its device (every frequency costs
-the same) with :class:`oclsci.signal.Periodogram`; each frequency goes through the same
+the same) with :class:`oclsci.lombscargle.Periodogram`; each frequency goes through the same
 arithmetic as in one process, so the gathered periodogram is identical to one process's.
 """
 
@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from oclsci.lombscargle import Periodogram
 from oclsci.mpi.mandelbrot import gather_bands, rank_bands
 from oclsci.mpi.world import World
-from oclsci.signal import Periodogram
 
 
 def describe_frequency_bands(world: World) -> str:

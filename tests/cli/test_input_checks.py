@@ -524,7 +524,7 @@ def test_a_folder_for_a_file_is_a_usage_error_in_every_command(invoke_cli, tmp_p
 def test_an_output_naming_the_input_is_refused(invoke_cli, tmp_path, monkeypatch):
     from oclsci.io import check_inputs_kept
     from oclsci.jacobi.job import JacobiJob, check_job
-    from oclsci.signal.files import check_output
+    from oclsci.lombscargle.files import check_output
 
     monkeypatch.chdir(tmp_path)
     np.save(tmp_path / "b.npy", np.ones((4, 5)))

@@ -109,13 +109,13 @@ def shading_cases() -> list[dict]:
 
 
 def lombscargle_cases() -> list[dict]:
-    """The Lomb-Scargle kernel: every variant (oclsci.signal.VARIANTS) in both precisions,
+    """The Lomb-Scargle kernel: every variant (oclsci.lombscargle.VARIANTS) in both precisions,
     fast math in float32, one sample at one frequency and frequency counts that are not
     multiples of the vector width. sin() and cos() in place of sincos(), whose private pointer
     Oclgrind's uninitialised-value checker cannot follow (a fatal error in Oclgrind)."""
-    if not _importable("oclsci.signal", "Periodogram"):
+    if not _importable("oclsci.lombscargle", "Periodogram"):
         return []
-    from oclsci.signal import VARIANTS
+    from oclsci.lombscargle import VARIANTS
 
     cases = []
     for variant in VARIANTS:

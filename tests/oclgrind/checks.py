@@ -218,7 +218,7 @@ def _run_shade(compute: Any, case: dict) -> None:
 def _run_lombscargle(compute: Any, case: dict) -> None:
     import numpy as np
 
-    from oclsci.signal import Periodogram, float32_bound, lombscargle_numpy
+    from oclsci.lombscargle import Periodogram, float32_bound, lombscargle_numpy
 
     rng = case_rng(case["id"])
     x = rng.uniform(0, 10, case["n"])

@@ -1,4 +1,4 @@
-"""oclsci.signal.lombscargle against scipy.signal.lombscargle, the CLI, signals and MPI.
+"""oclsci.lombscargle.periodogram against scipy.signal.lombscargle, the CLI, signals and MPI.
 
 float64: within 1e-10 of SciPy relative to each value (plus 1e-12 of the largest, for values
 that cancel to near zero). float32: within :func:`float32_bound` of the largest value, SciPy
@@ -17,9 +17,9 @@ from conftest import DEVICE_SPECS, run_cli, start_cli, tool_missing
 from mpi_launch import assert_ok, mpi_missing, run_oclsci
 
 from oclsci.errors import InputError, OclsciWarning
-from oclsci.signal import VARIANTS, Periodogram, auto_variant, lombscargle, lombscargle_numpy
-from oclsci.signal.files import read_samples
-from oclsci.signal.lombscargle import float32_bound
+from oclsci.lombscargle import VARIANTS, Periodogram, auto_variant, lombscargle, lombscargle_numpy
+from oclsci.lombscargle.files import read_samples
+from oclsci.lombscargle.periodogram import float32_bound
 
 scipy_signal = pytest.importorskip("scipy.signal")
 
@@ -210,7 +210,7 @@ def test_device_arrays_in_and_out(any_compute):
 
 def test_pieces_do_not_change_the_result(any_compute, monkeypatch):
     """Many small launches (the signal-polling loop) give the one-launch result exactly."""
-    module = importlib.import_module("oclsci.signal.lombscargle")
+    module = importlib.import_module("oclsci.lombscargle.periodogram")
 
     x, y, freqs = samples(64, 999, seed=6)
     whole = Periodogram(any_compute, x, y, freqs, dtype=np.float32)
@@ -228,7 +228,7 @@ def test_pieces_do_not_change_the_result(any_compute, monkeypatch):
 
 def test_should_stop_raises_with_the_signal_exit_code(any_compute):
     from oclsci.errors import Interrupted
-    module = importlib.import_module("oclsci.signal.lombscargle")
+    module = importlib.import_module("oclsci.lombscargle.periodogram")
 
     x, y, freqs = samples(64, 5000, seed=7)
     plan = Periodogram(any_compute, x, y, freqs, dtype=np.float32)
