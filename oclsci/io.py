@@ -33,7 +33,6 @@ from oclsci.errors import (
     first_line,
     pip_extra,
 )
-from oclsci.pnm import is_pnm, read_pnm, undo_rescaling
 from oclsci.runtime.memory import check_host_memory
 from oclsci.runtime.signals import held
 
@@ -92,6 +91,8 @@ def read_npy(path: Path) -> np.ndarray:
 
 
 def _read_image(path: Path) -> np.ndarray:
+    from oclsci.pnm import is_pnm, read_pnm, undo_rescaling  # images only
+
     try:
         if is_pnm(path):  # Pillow would rescale PGM maxval and invert PBM: parse it here
             return read_pnm(path)

@@ -24,7 +24,8 @@ import pytest
 from oclsci.cli import main
 from oclsci.errors import NoPlatformError
 from oclsci.runtime import signals
-from oclsci.runtime.device import create_context, get_platforms
+from oclsci.runtime.device import create_context
+from oclsci.runtime.selection import get_platforms
 
 REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout: tests/ is one level down
 CLI_TIMEOUT_S = 600  # a run that takes longer hangs: a failure, never a measurement

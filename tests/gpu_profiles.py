@@ -33,6 +33,7 @@ import pyopencl as cl
 
 from oclsci.jacobi.kernels import KERNELS
 from oclsci.runtime import programs
+from oclsci.runtime.facts import DeviceFacts
 
 KiB = 1024
 
@@ -83,8 +84,15 @@ def described(profile: GPUProfile) -> SimpleNamespace:
         max_work_group_size=profile.max_work_group_size,
         local_mem_size=profile.local_mem_bytes, max_compute_units=profile.compute_units,
         type=cl.device_type.GPU, global_mem_size=64 * 2**30, max_mem_alloc_size=16 * 2**30)
-    return SimpleNamespace(device=device, is_cpu=False, is_gpu=True, name=profile.name,
-                           spec="0:0", supports_fp64=profile.fp64)
+    facts = DeviceFacts(
+        name=profile.name, vendor=profile.platform, platform=profile.platform, type_name="GPU",
+        is_cpu=False, is_gpu=True, compute_units=profile.compute_units,
+        max_work_group_size=profile.max_work_group_size, local_mem_bytes=profile.local_mem_bytes,
+        global_mem_bytes=device.global_mem_size, max_alloc_bytes=device.max_mem_alloc_size,
+        fp64=profile.fp64, preferred_float_width=1, preferred_double_width=1,
+        driver_version="described", opencl_version="OpenCL 3.0")
+    return SimpleNamespace(device=device, facts=facts, is_cpu=False, is_gpu=True,
+                           name=profile.name, spec="0:0", supports_fp64=profile.fp64)
 
 
 def kernel_limit(profile: GPUProfile, name: str) -> int:

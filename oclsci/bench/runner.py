@@ -98,7 +98,7 @@ def environment(compute: Any) -> dict:
     device = dict(compute.describe(), chosen_by=compute.chosen_by, profiling=compute.profiling,
                   platform_version=compute.platform.version.strip(),
                   opencl_c_version=compute.device.opencl_c_version.strip(),
-                  max_mem_alloc_bytes=int(compute.device.max_mem_alloc_size))
+                  max_mem_alloc_bytes=compute.facts.max_alloc_bytes)
     versions = {"oclsci": __version__, "python": platform.python_version(),
                 "numpy": np.__version__, "pyopencl": cl.VERSION_TEXT}
     for package in ("mako", "click", "pocl-binary-distribution"):

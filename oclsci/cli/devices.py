@@ -7,7 +7,7 @@ import json
 import click
 
 from oclsci.errors import NoPlatformError
-from oclsci.runtime.device import empty_platforms, get_platforms, list_devices, no_device_message
+from oclsci.runtime.selection import empty_platforms, get_platforms, list_devices, no_device_message
 
 
 def _gib(nbytes: int) -> str:

@@ -391,7 +391,7 @@ class ElementwiseKernel:
                 f"{first or 'see the build log'}; rendered source saved to {error.source_path}",
                 build_log=error.build_log, source_path=error.source_path) from error
         # The device's and both built kernels' limits (CL_KERNEL_WORK_GROUP_SIZE can be lower).
-        local = min(DEFAULT_LOCAL_SIZE, int(compute.device.max_work_group_size),
+        local = min(DEFAULT_LOCAL_SIZE, compute.facts.max_work_group_size,
                     *(programs.kernel_work_group_size(compute, k) for k in kernels))
         block = local * self.per_item
         full_groups = count // block

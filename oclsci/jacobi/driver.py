@@ -26,7 +26,6 @@ import numpy as np
 from oclsci.arrays import check_finite
 from oclsci.errors import Interrupted
 from oclsci.io import write_array, write_image, write_outputs
-from oclsci.jacobi.checkpoint import Checkpoint, save_checkpoint
 from oclsci.jacobi.job import (  # noqa: F401 - the job's names, at hand with the driver
     OUTPUT_SUFFIXES,
     JacobiJob,
@@ -205,8 +204,7 @@ def _run_job(job: JacobiJob, placement: Placement, progress: ProgressFactory | N
         def write_checkpoint(solver: JacobiSolver) -> None:
             x = solve.gather()
             if placement.is_root:
-                save_checkpoint(job.checkpoint, Checkpoint(
-                    x=x, rhs=problem.rhs, iteration=solver.iteration, original=problem.original))
+                _save_checkpoint(job.checkpoint, problem, x, solver.iteration)
 
         show_progress = progress and placement.is_root and job.iterations > start.iteration
         bar = progress(job.iterations, start.iteration) if show_progress \
@@ -231,10 +229,10 @@ def _run_job(job: JacobiJob, placement: Placement, progress: ProgressFactory | N
         def finish() -> JacobiOutcome:
             # The final checkpoint first: were the process killed while the others are
             # written, a resumed run would only write them.
-            final = Checkpoint(x=x, rhs=problem.rhs, iteration=solve.solver.iteration,
-                               original=problem.original)
+            iteration = solve.solver.iteration
             written = write_outputs([
-                (job.checkpoint, lambda: save_checkpoint(job.checkpoint, final)),
+                (job.checkpoint,
+                 lambda: _save_checkpoint(job.checkpoint, problem, x, iteration)),
                 (job.output, lambda: write_array(job.output, x)),
                 (job.compare, lambda: write_image(job.compare, _comparison(problem, x))),
             ])
@@ -248,3 +246,12 @@ def _comparison(problem: Problem, x: np.ndarray) -> np.ndarray:
     from oclsci.jacobi.figure import comparison
 
     return comparison(problem.rhs, x, problem.original)
+
+
+def _save_checkpoint(path: str, problem: Problem, x: np.ndarray, iteration: int) -> None:
+    """Write ``x`` at ``iteration`` as a checkpoint of ``problem`` (loaded only when asked
+    for)."""
+    from oclsci.jacobi.checkpoint import Checkpoint, save_checkpoint
+
+    save_checkpoint(path, Checkpoint(x=x, rhs=problem.rhs, iteration=iteration,
+                                     original=problem.original))

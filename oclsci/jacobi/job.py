@@ -15,7 +15,6 @@ from oclsci.arrays import check_fits
 from oclsci.errors import InputError
 from oclsci.io import check_distinct_outputs, check_inputs_kept, check_output_path, read_array
 from oclsci.jacobi import kernels
-from oclsci.jacobi.checkpoint import checkpoint_dtype, load_checkpoint
 from oclsci.jacobi.checks import MAX_ITERATIONS
 from oclsci.jacobi.solver import validate_rhs
 
@@ -66,6 +65,8 @@ class Start:
 def load_problem(input_path: str | None, resume: str | None) -> Problem:
     """Read the input file, the built-in picture, or a checkpoint to resume."""
     if resume:
+        from oclsci.jacobi.checkpoint import load_checkpoint  # resumed runs only
+
         state = load_checkpoint(resume)
         if input_path is not None:
             rhs = read_array(input_path)
@@ -110,7 +111,12 @@ def check_job(job: JacobiJob) -> None:
 def prepare(job: JacobiJob) -> tuple[Problem, Start]:
     """Check the options and read the problem (on rank 0 only under MPI)."""
     # A resumed run goes on in its checkpoint's dtype.
-    dtype = job.dtype or (checkpoint_dtype(job.resume) if job.resume else None) or "float32"
+    dtype = job.dtype
+    if dtype is None and job.resume:
+        from oclsci.jacobi.checkpoint import checkpoint_dtype  # resumed runs only
+
+        dtype = checkpoint_dtype(job.resume)
+    dtype = dtype or "float32"
     check_job(job)
     problem = load_problem(job.input, job.resume)
     if job.resume:

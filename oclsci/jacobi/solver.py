@@ -155,8 +155,8 @@ class JacobiSolver:
 
     def _build_kernels(self) -> None:
         config, spec = self.config, self.config.spec
-        config.validate(max_work_group_size=int(self.compute.device.max_work_group_size),
-                        local_mem_bytes=int(self.compute.device.local_mem_size),
+        config.validate(max_work_group_size=self.compute.facts.max_work_group_size,
+                        local_mem_bytes=self.compute.facts.local_mem_bytes,
                         dtype=self.dtype)
         params = dict(config.template_params(), dtype=self.dtype)
         self.steps_per_launch = config.steps_per_launch
@@ -338,7 +338,7 @@ class JacobiSolver:
                                      rhs_only=rhs_only, by_rows=by_rows)
         items = rows if by_rows else rows * self.n
         groups = min(max(1, math.ceil(items / RESIDUAL_GROUP_SIZE)),
-                     4 * self.compute.device.max_compute_units)
+                     4 * self.compute.facts.compute_units)
         partial = np.zeros(groups, dtype=acc_dtype)
         partial_buffer = cl.Buffer(self.compute.context, cl.mem_flags.WRITE_ONLY, partial.nbytes)
         kernel.set_args(self.x_buffer, self.rhs_buffer, np.int32(first_row), np.int32(rows),

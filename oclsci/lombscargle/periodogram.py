@@ -24,7 +24,7 @@ import pyopencl.array as cl_array
 
 from oclsci.arrays import check_dtype
 from oclsci.errors import InputError, Interrupted, OclsciWarning, UnknownNameError
-from oclsci.runtime import programs, quirks
+from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.memory import check_memory
 from oclsci.runtime.signals import stop_exit_code
@@ -94,8 +94,8 @@ def resolve_dtype(dtype: Any, *arrays: Any) -> np.dtype:
 
 def vector_width(compute: ComputeContext, dtype: np.dtype) -> int:
     """Frequencies per work-item of the ``vector`` variant
-    (:func:`oclsci.runtime.quirks.vector_width`)."""
-    return quirks.vector_width(compute, dtype)
+    (:meth:`oclsci.runtime.facts.DeviceFacts.vector_width`)."""
+    return compute.facts.vector_width(dtype)
 
 
 def auto_variant(compute: ComputeContext, dtype: Any) -> str:
@@ -106,13 +106,7 @@ def auto_variant(compute: ComputeContext, dtype: Any) -> str:
     float32 and float64: docs/lombscargle.md)."""
     if not compute.is_cpu:
         return "vector"
-    try:
-        preferred = int(compute.device.preferred_vector_width_float
-                        if np.dtype(dtype) == np.float32
-                        else compute.device.preferred_vector_width_double)
-    except cl.Error:
-        preferred = 1
-    return "vector" if preferred > 1 else "bounded"
+    return "bounded" if compute.facts.prefers_scalars(dtype) else "vector"
 
 
 def float32_bound(x: Any, freqs: Any, fast_math: bool = False) -> float:
@@ -227,7 +221,7 @@ class Periodogram:
         # PoCL, it changes with each launch's size, and each new size is a new compilation.
         self.local_size = config["local_size"] or LOCAL_SIZE
         self.stride = config["stride"]
-        self.work_items = GROUPS_PER_UNIT * compute.device.max_compute_units * self.local_size
+        self.work_items = GROUPS_PER_UNIT * compute.facts.compute_units * self.local_size
         self.pairs_per_second: float | None = None
         self.timings = PeriodogramTimings(0.0, 0.0, 0)
 

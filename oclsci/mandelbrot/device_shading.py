@@ -65,7 +65,7 @@ def _shade(compute: ComputeContext, smooth: np.ndarray, origin: str) -> np.ndarr
     extremes = programs.get_kernel(compute, "mandelbrot_shade", name="mandelbrot_shade_extremes",
                                    **params)
     groups = max(1, min(-(-rows * cols // EXTREMES_GROUP_SIZE),
-                        4 * compute.device.max_compute_units))
+                        4 * compute.facts.compute_units))
     partial = np.empty((groups, 4), dtype=real)
     partial_buffer = cl.Buffer(ctx, flags.WRITE_ONLY, partial.nbytes)
     extremes.set_args(smooth_buffer, *geometry, partial_buffer)

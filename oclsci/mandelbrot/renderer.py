@@ -26,7 +26,7 @@ import pyopencl as cl
 from oclsci.arrays import check_dtype
 from oclsci.errors import InputError
 from oclsci.mandelbrot.reference import coordinates, log_horizon_of
-from oclsci.runtime import programs, quirks
+from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.hostmem import pinned_empty
 from oclsci.runtime.pacing import Pacer
@@ -155,8 +155,8 @@ def validate(width: int, height: int, maxiter: int, xmin: float, xmax: float, ym
 
 def default_vector_width(compute: ComputeContext, dtype: np.dtype) -> int:
     """Pixels per work-item: 1 on GPUs; on CPUs the device's vector width
-    (:func:`oclsci.runtime.quirks.vector_width`)."""
-    return quirks.vector_width(compute, dtype) if compute.is_cpu else 1
+    (:meth:`oclsci.runtime.facts.DeviceFacts.vector_width`)."""
+    return compute.facts.vector_width(dtype) if compute.is_cpu else 1
 
 
 class MandelbrotRenderer:
@@ -180,7 +180,7 @@ class MandelbrotRenderer:
         vw = default_vector_width(compute, self.dtype) if vector_width is None else vector_width
         if vw not in (1, 2, 4, 8, 16):
             raise InputError(f"vector_width must be 1, 2, 4, 8 or 16, got {vw}")
-        self.vector_width = vw = quirks.narrowed_vector_width(compute, self.dtype, vw)
+        self.vector_width = vw = compute.facts.narrowed_vector_width(self.dtype, vw)
         self.unroll = 1 if vw == 1 else (DEFAULT_UNROLL if unroll is None else int(unroll))
         if self.unroll not in range(1, 9):
             raise InputError(f"unroll must be from 1 to 8, got {unroll}")

@@ -20,11 +20,12 @@ import numpy as np
 
 from oclsci.errors import EXIT_USAGE, InputError, OclsciError, first_line, pip_extra
 from oclsci.runtime.binding import node_name, visible_gpus
-from oclsci.runtime.device import create_context, node_local_rank
+from oclsci.runtime.device import create_context
 from oclsci.runtime.launcher import (  # noqa: F401 - public here too
     PRESENCE_VARIABLES,
     SIZE_VARIABLES,
     launcher_world_size,
+    node_local_rank,
     wants_mpi,
 )
 from oclsci.runtime.signals import SignalExit, active_flag, helper_threads_blocked

@@ -169,7 +169,7 @@ class Multigrid:
                                  f"{levels[0].shape[1]}")
         self._data = [self._level_buffers(index) for index in range(self.depth)]
         self.coarse_sweeps = levels[-1].coarse_sweeps()
-        units = max(1, int(compute.device.max_compute_units))
+        units = max(1, compute.facts.compute_units)
         self.dot_groups = units * (4 if compute.is_cpu else GROUPS_PER_UNIT)
         self._partials = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE,
                                    self.dot_groups * self.acc_dtype.itemsize)

@@ -260,10 +260,8 @@ def kernel_work_group_size(compute: Any, kernel: Any) -> int:
     if required and all(required):
         # reqd_work_group_size: the compiler built the kernel for exactly that size.
         return int(np.prod(required))
-    if "nvidia" in compute.device.platform.name.lower():
-        # NVIDIA's driver (580, H100) answers 256 for every kernel, also for those it runs
-        # with 512 and 1024 work-items and right results: its limit is the device's.
-        return int(compute.device.max_work_group_size)
+    if not compute.facts.reports_kernel_work_group_size:  # NVIDIA: the device's limit
+        return compute.facts.max_work_group_size
     return int(kernel.get_work_group_info(info.WORK_GROUP_SIZE, compute.device))
 
 

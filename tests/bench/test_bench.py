@@ -259,7 +259,8 @@ def test_progress_only_on_a_terminal():
 
 def _fake_compute(is_cpu, memory):
     device = SimpleNamespace(global_mem_size=memory, max_mem_alloc_size=memory // 4)
-    return SimpleNamespace(is_cpu=is_cpu, device=device)
+    facts = SimpleNamespace(global_mem_bytes=memory, max_alloc_bytes=memory // 4)
+    return SimpleNamespace(is_cpu=is_cpu, device=device, facts=facts)
 
 
 def test_large_grids_sized_to_the_device():

@@ -325,7 +325,7 @@ def test_full_pocl_cache_is_refused_before_building(monkeypatch, tmp_path):
 
     from oclsci.errors import DeviceError
     from oclsci.runtime import health as device_health
-    from oclsci.runtime.device import get_platforms
+    from oclsci.runtime.selection import get_platforms
 
     pocl = [p for p in get_platforms() if device_health.is_pocl(p)]
     if not pocl:
@@ -585,7 +585,7 @@ def test_pocl_cache_dir_naming_a_file_is_exit_69(tmp_path, monkeypatch):
 
 def health_platforms() -> list:
     """The OpenCL platforms, none when there is none."""
-    from oclsci.runtime.device import get_platforms
+    from oclsci.runtime.selection import get_platforms
 
     try:
         return get_platforms()

@@ -12,7 +12,7 @@ from conftest import DEVICE_SPECS, REPO_ROOT, run_cli, tool_missing
 from oclsci.cli import main
 from oclsci.jacobi.kernels import KERNELS
 from oclsci.runtime import device as device_module
-from oclsci.runtime import programs
+from oclsci.runtime import programs, selection
 from oclsci.runtime.device import ComputeContext
 from oclsci.selftest import all_checks, run_check
 
@@ -100,7 +100,7 @@ def test_build_error_is_a_fail_line_not_a_crash(tmp_path, monkeypatch):
     monkeypatch.setattr(programs, "template_dir", lambda: kernels)
     programs._lookup.cache_clear()
     try:
-        p, d = device_module.select_device(DEVICE_SPECS[0])[:2]
+        p, d = selection.select_device(DEVICE_SPECS[0])[:2]
         compute = ComputeContext(p, d)
         results = [run_check(name, check) for name, check in all_checks(compute, quick=True)
                    if name.startswith("jacobi coalesced")]

@@ -112,9 +112,15 @@ def test_fast_math_within_its_stated_bound(compute, dtype):
 def test_auto_variant_follows_the_preferred_vector_width(is_cpu, float_width, double_width,
                                                          expected):
     from types import SimpleNamespace
-    device = SimpleNamespace(preferred_vector_width_float=float_width,
-                             preferred_vector_width_double=double_width)
-    compute = SimpleNamespace(is_cpu=is_cpu, device=device)
+
+    from oclsci.runtime.facts import DeviceFacts
+    facts = DeviceFacts(name="d", vendor="v", platform="p", type_name="CPU" if is_cpu else "GPU",
+                        is_cpu=is_cpu, is_gpu=not is_cpu, compute_units=2,
+                        max_work_group_size=1024, local_mem_bytes=32768,
+                        global_mem_bytes=2**30, max_alloc_bytes=2**28, fp64=True,
+                        preferred_float_width=float_width, preferred_double_width=double_width,
+                        driver_version="", opencl_version="")
+    compute = SimpleNamespace(is_cpu=is_cpu, facts=facts)
     assert (auto_variant(compute, np.float32), auto_variant(compute, np.float64)) == expected
     assert set(expected) <= set(VARIANTS)
 

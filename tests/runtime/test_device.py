@@ -9,7 +9,9 @@ import pyopencl as cl
 import pytest
 from conftest import run_cli
 
-from oclsci.runtime.device import create_context, list_devices, node_local_rank
+from oclsci.runtime.device import create_context
+from oclsci.runtime.launcher import node_local_rank
+from oclsci.runtime.selection import list_devices
 
 FIELDS = {"spec", "platform", "name", "type", "vendor", "driver_version", "opencl_version",
           "compute_units", "global_mem_bytes", "local_mem_bytes", "max_work_group_size", "fp64"}

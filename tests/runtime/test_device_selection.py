@@ -23,11 +23,10 @@ from hypothesis import strategies as st
 
 from oclsci.errors import EXIT_NO_PLATFORM, DeviceError, NoPlatformError
 from oclsci.runtime.binding import GpuBindingError, bind_gpu, visible_gpus
-from oclsci.runtime.device import (
-    LOCAL_RANK_VARIABLES,
+from oclsci.runtime.launcher import LOCAL_RANK_VARIABLES, node_local_rank
+from oclsci.runtime.selection import (
     NO_PLATFORM_HELP,
     available_specs,
-    node_local_rank,
     parse_ctx_spec,
     parse_test_spec,
     select_device,

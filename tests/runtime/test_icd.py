@@ -92,8 +92,8 @@ def test_intel_runtime_registered_beside_existing_icds(tmp_path):
     env = dict(os.environ, OPENCL_VENDOR_PATH=str(vendors), XDG_CACHE_HOME=str(tmp_path / "c"))
     env.pop("OCLSCI_REGISTER_ICDS", None)
     env.pop("OCL_ICD_VENDORS", None)
-    code = ("import json, os; from oclsci.runtime.device import list_devices; d = list_devices(); "
-            "print(json.dumps([os.environ['OCL_ICD_VENDORS'], d]))")
+    code = ("import json, os; from oclsci.runtime.selection import list_devices; "
+            "d = list_devices(); print(json.dumps([os.environ['OCL_ICD_VENDORS'], d]))")
     done = _python(code, env)
     assert done.returncode == 0, done.stderr
     folder, devices = json.loads(done.stdout)
@@ -124,7 +124,7 @@ def test_intel_extra_keeps_the_other_platforms_indices(tmp_path):
     _needs_intel()
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path))
     env.pop("OCL_ICD_VENDORS", None)
-    done = _python("from oclsci.runtime.device import get_platforms; "
+    done = _python("from oclsci.runtime.selection import get_platforms; "
                    "print([p.name for p in get_platforms()])", env)
     assert done.returncode == 0, done.stderr
     names = ast.literal_eval(done.stdout.strip())

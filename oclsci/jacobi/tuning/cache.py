@@ -171,7 +171,7 @@ def cached_config(compute: Any, dtype: Any, shape: tuple[int, int],
     layout = config.scratch_layout(*shape)
     if layout is not None:
         nbytes = 2 * layout["scratch_elements"] * np.dtype(dtype).itemsize
-        if nbytes // 2 > int(compute.device.max_mem_alloc_size):
+        if nbytes // 2 > compute.facts.max_alloc_bytes:
             _warn(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: its "
                   f"scratch of {nbytes / 2**30:.2f} GiB does not fit device {compute.name}")
             return None

@@ -71,10 +71,11 @@ def default_config(name: str, *, is_cpu: bool, dtype: Any = np.float32,
 def device_candidates(compute: Any, name: str, dtype: Any,
                       shape: tuple[int, int]) -> list[KernelConfig]:
     """:func:`default_candidates` for ``compute``'s device type, limits and cores."""
-    return default_candidates(name, is_cpu=compute.is_cpu, dtype=dtype,
-                              local_mem_bytes=int(compute.device.local_mem_size), shape=shape,
-                              compute_units=int(compute.device.max_compute_units),
-                              max_work_group_size=int(compute.device.max_work_group_size))
+    facts = compute.facts
+    return default_candidates(name, is_cpu=facts.is_cpu, dtype=dtype,
+                              local_mem_bytes=facts.local_mem_bytes, shape=shape,
+                              compute_units=facts.compute_units,
+                              max_work_group_size=facts.max_work_group_size)
 
 
 def device_default(compute: Any, name: str, dtype: Any, shape: tuple[int, int]) -> KernelConfig:

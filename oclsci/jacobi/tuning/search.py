@@ -82,9 +82,7 @@ class TuneReport:
 
 def device_facts(compute: Any) -> dict:
     """What the specs' candidates and cost models read of a device (see oclsci.jacobi.specs)."""
-    device = compute.device
-    return {"cus": int(device.max_compute_units), "max_wg": int(device.max_work_group_size),
-            "local_mem": int(device.local_mem_size), "is_cpu": bool(compute.is_cpu)}
+    return compute.facts.kernel_facts()
 
 
 def predict_seconds_per_step(config: KernelConfig, shape: tuple[int, int], dtype: Any,
@@ -173,7 +171,7 @@ class _DeviceCompare:
         compute = solver.compute
         self.kernel = programs.get_kernel(compute, "jacobi/compare", dtype=solver.dtype)
         self.count = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE, 4)
-        self.groups = 4 * int(compute.device.max_compute_units)
+        self.groups = 4 * compute.facts.compute_units
 
     def differences(self, a: Any, b: Any) -> int:
         solver, queue = self.solver, self.solver.compute.queue

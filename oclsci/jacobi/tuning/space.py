@@ -148,8 +148,8 @@ class KernelConfig:
     def fits(self, compute: Any, dtype: Any) -> bool:
         """True when this configuration is valid on ``compute`` for ``dtype``."""
         try:
-            self.validate(max_work_group_size=int(compute.device.max_work_group_size),
-                          local_mem_bytes=int(compute.device.local_mem_size), dtype=dtype)
+            self.validate(max_work_group_size=compute.facts.max_work_group_size,
+                          local_mem_bytes=compute.facts.local_mem_bytes, dtype=dtype)
         except InputError:
             return False
         return True
