@@ -16,6 +16,7 @@ from oclsci.arrays import check_finite, validate_grid
 from oclsci.cli.options import device_option, launched_world, quiet_option
 from oclsci.cli.progress import progress_every_option, progress_maker
 from oclsci.io import check_inputs_kept, check_output_path, read_array, write_array
+from oclsci.jacobi import kernels
 from oclsci.jacobi.driver import JacobiOutcome, run_job
 from oclsci.jacobi.job import (  # noqa: F401 - Problem, load_problem: public names kept here
     OUTPUT_SUFFIXES,
@@ -40,10 +41,7 @@ from oclsci.jacobi.job import (  # noqa: F401 - Problem, load_problem: public na
               help="Floating-point type of the computation: float32 as the talk's code, and "
                    "twice as fast; float64 for --tol below about 1e-6  [default: float32; with "
                    "--resume, the checkpoint's]")
-@click.option("--kernel", default="auto", show_default=True,
-              help="Kernel: auto (tuned, or the default for the device and grid, see "
-                   "`oclsci tune`), seed (the talk's), coalesced, blocked, temporal (GPUs), "
-                   "streaming (GPUs, large grids), bands (CPUs).")
+@click.option("--kernel", default="auto", show_default=True, help=kernels.choices_help())
 @device_option
 @click.option("--checkpoint", type=click.Path(dir_okay=False),
               help="Checkpoint file (.npz): written every --checkpoint-every steps and on "

@@ -75,3 +75,11 @@ def tuned_by_default(is_cpu: bool) -> tuple[str, ...]:
 def tunable() -> tuple[str, ...]:
     """The kernels with a tuning space (the choices of ``oclsci tune --kernel``)."""
     return tuple(name for name, spec in KERNELS.items() if spec.candidates is not None)
+
+
+def choices_help() -> str:
+    """``--kernel``'s help: ``auto`` and every kernel of the registry with its summary."""
+    named = [f"{name} ({spec.summary})" if spec.summary else name
+             for name, spec in KERNELS.items()]
+    return ("Kernel: auto (tuned with `oclsci tune`, else the default for the device and "
+            "grid), " + ", ".join(named) + ".")

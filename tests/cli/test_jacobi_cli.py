@@ -252,3 +252,13 @@ def test_default_run_reconstructs_builtin_picture(tmp_path):
     assert "built-in 400x266 picture" in result.stdout
     assert "against the original picture" in result.stdout
     assert np.load(tmp_path / "x.npy").shape == (266, 400)
+
+
+def test_kernel_help_comes_from_the_registry():
+    """--kernel's help names auto and every kernel of the registry, with its summary."""
+    from oclsci.jacobi.kernels import KERNELS, choices_help
+
+    text = choices_help()
+    assert text.startswith("Kernel: auto (")
+    for name, spec in KERNELS.items():
+        assert spec.summary and f"{name} ({spec.summary})" in text

@@ -116,6 +116,7 @@ class KernelSpec:
     cost: Callable[[Mapping, Any, tuple[int, int], int, Mapping], float]
     # The parameter giving the steps one launch advances (argument "steps").
     steps_param: str | None = None
+    summary: str = ""  # what it is, in a few words, for --help
     # p -> the work-group shape the kernel fixes; None: the configuration's local_size.
     work_group: Callable[[Mapping], tuple[int, ...]] | None = None
     # (p, itemsize) -> bytes of local memory per work-group.

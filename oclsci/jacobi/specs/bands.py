@@ -111,7 +111,8 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
 
 
 SPEC = KernelSpec(
-    name="bands", params=PARAMS, arguments=ARGUMENTS, launch=launch, defaults=defaults,
+    name="bands", summary="bands of rows, several steps per launch, for CPUs",
+    params=PARAMS, arguments=ARGUMENTS, launch=launch, defaults=defaults,
     cost=cost, steps_param="max_steps", work_group=lambda p: (1,), scratch=layout,
     candidates=candidates, suits=CPU, auto_on=CPU, tuned_on=CPU,
     tile=lambda p: (p["band_h"], p["band_w"] or 16),

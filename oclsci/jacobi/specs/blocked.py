@@ -94,7 +94,8 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
 
 
 SPEC = KernelSpec(
-    name="blocked", params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
+    name="blocked", summary="tiles in local memory, several steps per launch",
+    params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
     defaults=defaults, cost=cost, steps_param="halo_width",
     work_group=lambda p: (p["local_w"], p["local_h"]), local_mem=local_mem,
     candidates=candidates, tile=lambda p: (p["tile_h"], p["tile_w"]),

@@ -61,7 +61,8 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
 
 
 SPEC = KernelSpec(
-    name="coalesced", params=PARAMS,
+    name="coalesced", summary="one step per launch, several rows per work-item",
+    params=PARAMS,
     arguments=GRID_ARGUMENTS, launch=launch, defaults=defaults, cost=cost,
     candidates=candidates, tuned_on=BOTH,
     tile=lambda p: (p["rows_per_item"], p["vector"] * 8),

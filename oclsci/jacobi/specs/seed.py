@@ -27,7 +27,8 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
 
 
 SPEC = KernelSpec(
-    name="seed", params=(), arguments=GRID_ARGUMENTS,
+    name="seed", summary="the talk's kernel, one step per launch",
+    params=(), arguments=GRID_ARGUMENTS,
     launch=launch, defaults=defaults, cost=cost,
     examples=(({}, None),),
     corner_cases=(({}, None), ({}, (4, 8)), ({}, (16, 1))),

@@ -224,7 +224,8 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
 
 
 SPEC = KernelSpec(
-    name="streaming", params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
+    name="streaming", summary="temporal blocking streamed down the grid, for large grids on GPUs",
+    params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
     defaults=defaults, cost=cost, steps_param="max_steps",
     work_group=lambda p: (p["local_w"], 1), local_mem=local_mem, check=check,
     candidates=candidates, suits=GPU, auto_on=GPU, auto_min_cells=AUTO_MIN_CELLS, tuned_on=GPU,

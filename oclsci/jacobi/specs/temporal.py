@@ -140,7 +140,8 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
 
 
 SPEC = KernelSpec(
-    name="temporal", params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
+    name="temporal", summary="temporal blocking in registers, for GPUs",
+    params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
     defaults=defaults, cost=cost, steps_param="max_steps",
     work_group=lambda p: (p["local_w"], p["local_h"]), local_mem=local_mem, check=check,
     candidates=candidates, suits=GPU, auto_on=GPU, tuned_on=GPU,
