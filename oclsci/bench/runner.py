@@ -26,19 +26,15 @@ from oclsci.bench.core import VARIANT_ERRORS, Case, Progress
 from oclsci.bench.measure import FULL, QUICK, run_case
 from oclsci.errors import InputError, UnknownNameError, first_line
 from oclsci.runtime.device import create_context
+from oclsci.workloads import WORKLOADS as ALL_WORKLOADS
 
 SCHEMA_ID = "oclsci-bench/1"
 # Workload name -> module of this package with ``cases(compute, quick) -> (cases, skipped)``.
-WORKLOADS = {
-    "jacobi": "oclsci.bench.jacobi",
-    "mandelbrot": "oclsci.bench.mandelbrot",
-    "elementwise": "oclsci.bench.elementwise",
-    "lombscargle": "oclsci.bench.lombscargle",
-    "poisson": "oclsci.bench.poisson",
-}
-# Named only: SciPy's Lomb-Scargle alone takes minutes at the seed's size on a CPU core, and
-# Jacobi to the Poisson case's tolerance minutes on a CPU.
-NOT_IN_ALL = ("lombscargle", "poisson")
+# Workload -> the module of its cases, from the workloads' records (oclsci.workloads); some
+# are run only when named (their references take minutes on a CPU core).
+WORKLOADS = {workload.name: workload.bench for workload in ALL_WORKLOADS if workload.bench}
+NOT_IN_ALL = tuple(workload.name for workload in ALL_WORKLOADS
+                   if workload.bench and not workload.bench_in_all)
 
 
 def parse_workloads(names: tuple[str, ...] | list[str]) -> list[str]:

@@ -18,16 +18,13 @@ from oclsci import __version__
 from oclsci.errors import KernelBuildError, OclsciError, OclsciWarning, first_line
 from oclsci.runtime.launcher import wants_mpi
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, SignalExit, install_exit_handlers
+from oclsci.workloads import distributed_commands, workload_commands
 
 # Command name -> module defining a click command of the same name.
+# The tools, then every workload's commands (oclsci.workloads).
 COMMANDS = {
     "devices": "oclsci.cli.devices",
-    "jacobi": "oclsci.cli.jacobi",
-    "laplacian": "oclsci.cli.jacobi",
-    "poisson": "oclsci.cli.poisson",
-    "mandelbrot": "oclsci.cli.mandelbrot",
-    "lombscargle": "oclsci.cli.lombscargle",
-    "elementwise": "oclsci.cli.elementwise",
+    **workload_commands(),
     "bench": "oclsci.cli.bench",
     "tune": "oclsci.cli.tune",
     "selftest": "oclsci.cli.selftest",
@@ -90,7 +87,7 @@ def _show_warnings_as_lines() -> None:
 # The commands whose ranks work together over MPI: they agree on the command line at start.
 # Others (--version, devices, help) never start MPI: a launcher's task may run them as plain
 # subprocesses, whose MPI connection (PMI's descriptor) is not inherited.
-DISTRIBUTED_COMMANDS = frozenset({"jacobi", "poisson", "mandelbrot", "lombscargle"})
+DISTRIBUTED_COMMANDS = distributed_commands()
 
 
 def _runs_as_ranks(args: list[str]) -> bool:

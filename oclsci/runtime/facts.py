@@ -85,6 +85,13 @@ class DeviceFacts:
             driver_version=_info(device, "driver_version", "").strip(),
             opencl_version=_info(device, "version", "").strip())
 
+    @property
+    def float_dtypes(self) -> tuple[np.dtype, ...]:
+        """float32, and float64 where the device has it."""
+        if self.fp64:
+            return (np.dtype(np.float32), np.dtype(np.float64))
+        return (np.dtype(np.float32),)
+
     # -- quirks: one predicate each --------------------------------------------------------
 
     @property
