@@ -28,6 +28,7 @@ import time
 import numpy as np
 
 from oclsci import create_context, mpi
+from oclsci.jacobi.distributed import DistributedJacobi
 
 
 def make_rows(n: int, dtype: np.dtype):
@@ -44,7 +45,7 @@ def measure(world: mpi.World, compute, shape, iterations: int, dtype, kernel: st
     """Time one configuration on ``world``; the figures (max over ranks) on every rank."""
     dtype = np.dtype(dtype)
     setup = time.perf_counter()
-    job = mpi.DistributedJacobi(world, compute, shape, make_rows(shape[1], dtype), None,
+    job = DistributedJacobi(world, compute, shape, make_rows(shape[1], dtype), None,
                                 dtype=dtype, kernel=kernel, exchange_every=exchange_every,
                                 data_dtypes=(dtype.str, None))
     job.start(0)

@@ -17,6 +17,7 @@ import argparse
 import numpy as np
 
 from oclsci import mpi
+from oclsci.jacobi.distributed import DistributedJacobi
 from oclsci.jacobi.solver import choose_fitting_config
 from oclsci.runtime.device import create_context
 
@@ -46,7 +47,7 @@ def main() -> None:
         strip_config = None
         if name != "auto":
             strip_config = choose_fitting_config(compute, name, np.float32, (17, n))
-        job = mpi.DistributedJacobi(world, compute, (m, n), rows_of(n),
+        job = DistributedJacobi(world, compute, (m, n), rows_of(n),
                                     data_dtypes=("float32", None), strip_config=strip_config)
         job.start(0)
         result = job.run(args.steps, residual=False)

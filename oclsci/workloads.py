@@ -40,20 +40,20 @@ class Workload:
 WORKLOADS = (
     Workload("jacobi", {"jacobi": "oclsci.cli.jacobi", "laplacian": "oclsci.cli.jacobi"},
              selftest="oclsci.jacobi.selftest", bench="oclsci.bench.jacobi",
-             distributed={"jacobi": "oclsci.mpi.jacobi"}),
+             distributed={"jacobi": "oclsci.jacobi.distributed"}),
     Workload("mandelbrot", {"mandelbrot": "oclsci.cli.mandelbrot"},
              selftest="oclsci.mandelbrot.selftest", bench="oclsci.bench.mandelbrot",
-             distributed={"mandelbrot": "oclsci.mpi.mandelbrot"}),
+             distributed={"mandelbrot": "oclsci.mandelbrot.distributed"}),
     Workload("elementwise", {"elementwise": "oclsci.cli.elementwise"},
              selftest="oclsci.elementwise.selftest", bench="oclsci.bench.elementwise"),
     # Named only in bench: Jacobi to the Poisson case's tolerance, and SciPy's Lomb-Scargle
     # at the seed's size, take minutes on a CPU core.
     Workload("poisson", {"poisson": "oclsci.cli.poisson"}, selftest="oclsci.poisson.selftest",
              bench="oclsci.bench.poisson", bench_in_all=False,
-             distributed={"poisson": "oclsci.mpi.poisson"}),
+             distributed={"poisson": "oclsci.poisson.distributed"}),
     Workload("lombscargle", {"lombscargle": "oclsci.cli.lombscargle"},
              selftest="oclsci.lombscargle.selftest", bench="oclsci.bench.lombscargle",
-             bench_in_all=False, distributed={"lombscargle": "oclsci.mpi.lombscargle"}),
+             bench_in_all=False, distributed={"lombscargle": "oclsci.lombscargle.distributed"}),
 )
 
 

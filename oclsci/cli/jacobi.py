@@ -72,7 +72,7 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
     # Several ranks: rank 0 reads and writes, every rank solves a slab of rows.
     placement = None
     if world is not None:
-        from oclsci.mpi import SlabPlacement
+        from oclsci.jacobi.distributed import SlabPlacement
 
         placement = SlabPlacement(world)
     outcome = run_job(job, placement=placement,

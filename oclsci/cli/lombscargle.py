@@ -54,7 +54,10 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     # one only waits for the output.
     with StopFlag(raising=True) as stop:
         if world is not None:
-            from oclsci.mpi import describe_frequency_bands, lombscargle_distributed
+            from oclsci.lombscargle.distributed import (
+                describe_frequency_bands,
+                lombscargle_distributed,
+            )
 
             compute, pgram, seconds = lombscargle_distributed(
                 world, times, values, freqs, device=device, quiet=quiet,

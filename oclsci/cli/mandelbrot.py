@@ -66,7 +66,7 @@ def mandelbrot_command(output: str, no_image: bool, width: int, height: int, max
     # for the outputs.
     with StopFlag(raising=True) as stop:
         if world is not None:  # several ranks: each renders bands of rows, rank 0 gathers
-            from oclsci.mpi import describe_bands, mandelbrot_distributed
+            from oclsci.mandelbrot.distributed import describe_bands, mandelbrot_distributed
 
             compute, plan, result, timings = mandelbrot_distributed(
                 world, device=device, quiet=quiet, repeat=repeat, want_smooth=want_smooth,

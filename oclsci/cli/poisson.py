@@ -95,7 +95,7 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
             return read["problem"].rhs
 
         with StopFlag() as stop, optional_progress(maker, max_cycles) as update:
-            from oclsci.mpi.poisson import poisson_distributed
+            from oclsci.poisson.distributed import poisson_distributed
 
             compute, result = poisson_distributed(
                 world, read_rhs, device=device,

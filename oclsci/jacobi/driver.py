@@ -8,9 +8,9 @@ return a :class:`JacobiOutcome` holding what the summary prints. It prints nothi
 caller passes ``progress`` (a progress bar) and ``notify`` (the device lines for stderr).
 
 Where the solve runs is a :class:`Placement`: :class:`OneDevicePlacement` by default, or
-:class:`oclsci.mpi.SlabPlacement`, which cuts the grid into slabs of rows over MPI ranks (rank
-0 reads and writes, every rank solves its slab). The driver knows nothing of MPI, and the
-placements nothing of files or options.
+:class:`oclsci.jacobi.distributed.SlabPlacement`, which cuts the grid into slabs of rows over
+MPI ranks (rank 0 reads and writes, every rank solves its slab). The driver knows nothing of
+MPI, and the placements nothing of files or options.
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ class JacobiOutcome:
 
 
 class Solve(Protocol):
-    """A solver set up by a placement (:class:`~oclsci.mpi.DistributedJacobi` for MPI)."""
+    """A solver set up by a placement (for MPI:
+    :class:`~oclsci.jacobi.distributed.DistributedJacobi`)."""
 
     solver: JacobiSolver
 

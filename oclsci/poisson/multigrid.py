@@ -7,7 +7,7 @@ object serves as the solver (:mod:`oclsci.poisson.solve`) and as the preconditio
 conjugate gradients. The steps are those of :func:`oclsci.poisson.reference.cycle`, in order.
 
 Every level's buffer holds its rows between two ghost rows (:meth:`Multigrid.vector`): zeros
-on one device; under MPI (:mod:`oclsci.mpi.poisson`) a slab of rows whose ghost rows a
+on one device; under MPI (:mod:`oclsci.poisson.distributed`) a slab of rows whose ghost rows a
 ``halo`` fills from the neighbouring ranks before each step that reads them, down to the
 level where the halo gathers the coarse problem on one rank. This module knows no MPI: the
 halo is any object with the methods that :class:`SlabHalo` lists.

@@ -219,7 +219,7 @@ class PoissonSolver:
 
     ``method``, ``dtype``, ``cycle``, ``pre``, ``post``, ``smoother``: as for :func:`solve`
     (``dtype`` None: float64 where the device has it, else float32). ``halo``: this rank's
-    slabs under MPI (:class:`oclsci.mpi.poisson.PoissonHalo`, made for
+    slabs under MPI (:class:`oclsci.poisson.distributed.PoissonHalo`, made for
     ``build_levels(shape)``); :meth:`solve` then takes and returns this rank's rows and every
     rank calls it together. ``shape``: (rows, columns), positive integers. Bad arguments,
     and a problem too large for the device's or the host's memory, raise

@@ -16,8 +16,9 @@ from oclsci.runtime.signals import install_exit_handlers
 
 def inject(rank: int, when: str) -> None:
     """Make rank ``rank`` raise a RuntimeError at ``when`` (``setup`` or a step number)."""
-    from oclsci.mpi import jacobi as mpi_jacobi  # after install_exit_handlers: loads NumPy
-    from oclsci.mpi import mpi_world, overlap, slabs
+    from oclsci.jacobi import distributed as mpi_jacobi  # after install_exit_handlers
+    from oclsci.jacobi import overlap
+    from oclsci.mpi import mpi_world, slabs
 
     world = mpi_world()
     if world is None or world.rank != rank:

@@ -31,6 +31,7 @@ from mpi_launch import (
 )
 
 from oclsci import mpi
+from oclsci.jacobi import overlap
 from oclsci.jacobi.reference import jacobi_numpy, jacobi_step
 from oclsci.jacobi.solver import KERNEL_NAMES
 
@@ -96,7 +97,8 @@ def test_launcher_detection(env, expected):
     assert mpi.wants_mpi(env) is expected
 
 
-@pytest.mark.parametrize("module", ["oclsci.mpi", "oclsci.mpi.jacobi", "oclsci.jacobi.driver"])
+@pytest.mark.parametrize("module", ["oclsci.mpi", "oclsci.jacobi.distributed",
+                                    "oclsci.jacobi.driver"])
 def test_mpi_and_driver_load_nothing_of_the_cli(module):
     """No import cycle cli -> mpi -> cli: the MPI code and the driver stand without the CLI."""
     code = f"import sys, {module}; print([m for m in sys.modules if m.startswith('oclsci.cli')])"
@@ -106,19 +108,25 @@ def test_mpi_and_driver_load_nothing_of_the_cli(module):
 
 
 def test_no_cli_import_anywhere_under_mpi_or_jacobi():
-    """Not even inside a function: oclsci/mpi and oclsci/jacobi import nothing from oclsci.cli,
-    and oclsci/mpi prints nothing."""
+    """Not even inside a function: oclsci/mpi, oclsci/jacobi and the workloads' runners over
+    ranks import nothing from oclsci.cli; oclsci/mpi imports no workload; none of the MPI code
+    prints."""
     import ast
 
     import oclsci
 
     package = Path(oclsci.__file__).parent
-    for path in [*package.glob("mpi/**/*.py"), *package.glob("jacobi/**/*.py")]:
+    runners = {*package.glob("*/distributed.py"), package / "jacobi" / "overlap.py"}
+    for path in [*package.glob("mpi/**/*.py"), *package.glob("jacobi/**/*.py"), *runners]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not any(name.startswith("oclsci.cli") for name in names), path
-            if path.parent.name == "mpi":  # rank 0 reports through callbacks and results
+            if path.parent.name == "mpi":
+                workloads = ("oclsci.jacobi", "oclsci.mandelbrot", "oclsci.lombscargle",
+                             "oclsci.poisson", "oclsci.elementwise")
+                assert not any(name.startswith(workloads) for name in names), path
+            if path.parent.name == "mpi" or path in runners:  # rank 0 reports through results
                 assert not (isinstance(node, ast.Call) and getattr(node.func, "id", "") ==
                             "print"), f"{path}:{node.lineno} prints"
 
@@ -203,7 +211,7 @@ def test_aborting_rank_waits_until_its_error_line_is_read(tmp_path):
 @pytest.mark.parametrize("m,parts,halo", [(100, 2, 8), (61, 3, 4), (1021, 4, 16), (9, 1, 2)])
 def test_sub_slabs_cut_each_slab_into_strips_and_interior(m, parts, halo):
     d = mpi.Decomposition.build(m, 5, parts, halo)
-    pieces, owners = mpi.sub_slabs(d)
+    pieces, owners = overlap.sub_slabs(d)
     assert pieces.slabs[0].first == 0 and pieces.slabs[-1].stop == m
     for rank, slab in enumerate(d.slabs):
         mine = [p for p, owner in zip(pieces.slabs, owners, strict=True) if owner == rank]
@@ -222,8 +230,8 @@ def test_sub_slabs_cut_each_slab_into_strips_and_interior(m, parts, halo):
 
 def test_sub_slabs_refuse_thin_slabs():
     # Middle ranks need two strips of halo + 1 rows and an interior at least as high.
-    assert mpi.sub_slabs(mpi.Decomposition.build(3 * 26, 5, 3, 8)) is None
-    assert mpi.sub_slabs(mpi.Decomposition.build(3 * 27, 5, 3, 8)) is not None
+    assert overlap.sub_slabs(mpi.Decomposition.build(3 * 26, 5, 3, 8)) is None
+    assert overlap.sub_slabs(mpi.Decomposition.build(3 * 27, 5, 3, 8)) is not None
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
@@ -231,8 +239,8 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
     """With `auto` and the overlap, the interior runs what `auto` means for the interior's
     shape and the strips what it means for theirs (a GPU: `temporal` strips); a named kernel
     or whole slabs keep one configuration."""
+    from oclsci.jacobi import distributed as mpi_jacobi
     from oclsci.jacobi import tuning
-    from oclsci.mpi import jacobi as mpi_jacobi
 
     monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "tuning.json"))
     monkeypatch.setattr(mpi_jacobi, "choose_fitting_config", tuning.choose_config)
@@ -248,24 +256,25 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
     assert interior.name == "temporal" and (strips or interior).name == "temporal"
     interior, strips = choose((16384, 16384), 2, "auto", True)  # slabs of 2^27 cells
     assert interior.name == "streaming" and strips.name == "temporal"
-    for kernel, overlap in (("auto", False), ("streaming", True)):
-        config, strips = choose((32768, 16384), 2, kernel, overlap)
+    for kernel, overlapped in (("auto", False), ("streaming", True)):
+        config, strips = choose((32768, 16384), 2, kernel, overlapped)
         assert config.name == "streaming" and strips is None
     # Slabs of 40 rows: strips of a longer period would not fit, so one configuration.
     slab_config, _ = choose((120, 65536), 3, "auto", False)
     config, strips = choose((120, 65536), 3, "auto", True)
     assert strips is None and config == slab_config
     period = mpi.exchange_period(config.steps_per_launch)
-    assert mpi.sub_slabs(mpi.Decomposition.build(120, 65536, 3, period)) is not None
+    assert overlap.sub_slabs(mpi.Decomposition.build(120, 65536, 3, period)) is not None
 
 
 def test_overlap_switch():
     gpu, cpu = SimpleNamespace(is_gpu=True), SimpleNamespace(is_gpu=False)
-    assert mpi.wants_overlap(gpu, {}) and mpi.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "auto"})
-    assert not mpi.wants_overlap(cpu, {}) and mpi.wants_overlap(cpu, {"OCLSCI_MPI_OVERLAP": "1"})
-    assert not mpi.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "0"})
+    wants = overlap.wants_overlap
+    assert wants(gpu, {}) and wants(gpu, {"OCLSCI_MPI_OVERLAP": "auto"})
+    assert not wants(cpu, {}) and wants(cpu, {"OCLSCI_MPI_OVERLAP": "1"})
+    assert not overlap.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "0"})
     with pytest.raises(mpi.InputError, match="OCLSCI_MPI_OVERLAP must be 0, 1 or auto"):
-        mpi.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "yes"})
+        overlap.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "yes"})
 
 
 def replay_slabs(d: mpi.Decomposition, rhs: np.ndarray, period: int, steps: int) -> np.ndarray:
@@ -308,7 +317,7 @@ def test_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
 def test_sub_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
     """The same with the overlap's strips and interiors as slabs of their own."""
     rhs = np.random.default_rng(m * n).standard_normal((m, n)).astype(np.float32)
-    pieces, _ = mpi.sub_slabs(mpi.Decomposition.build(m, n, parts, period))
+    pieces, _ = overlap.sub_slabs(mpi.Decomposition.build(m, n, parts, period))
     assert np.array_equal(replay_slabs(pieces, rhs, period, steps), jacobi_numpy(rhs, steps))
 
 
@@ -380,6 +389,7 @@ def test_overlapped_exchange_bit_identical(inputs, tmp_path, kernel):
 MIXED_SCRIPT = """
 import sys, numpy as np
 from oclsci import mpi
+from oclsci.jacobi.distributed import DistributedJacobi
 from oclsci.jacobi.solver import choose_fitting_config
 from oclsci.runtime.device import create_context
 world = mpi.mpi_world()
@@ -388,7 +398,7 @@ rhs = np.load(sys.argv[2])  # float64: sent to the ranks as the solver's float32
 steps, out = int(sys.argv[3]), sys.argv[4]
 strips = choose_fitting_config(compute, "temporal", np.float32, (9, rhs.shape[1]))
 interior = choose_fitting_config(compute, "coalesced", np.float32, rhs.shape)
-job = mpi.DistributedJacobi(world, compute, rhs.shape, rhs if world.is_root else None,
+job = DistributedJacobi(world, compute, rhs.shape, rhs if world.is_root else None,
                             config=interior, strip_config=strips)
 job.start(0)
 job.run(steps)

@@ -17,9 +17,9 @@ import numpy as np
 from oclsci.errors import Interrupted
 from oclsci.jacobi.driver import JacobiOutcome, ProgressFactory, run_job, stop_error
 from oclsci.jacobi.job import JacobiJob, Problem, Start
+from oclsci.jacobi.overlap import OverlappedSlab, sub_slabs, wants_overlap
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
-from oclsci.mpi.overlap import OverlappedSlab, sub_slabs, wants_overlap
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.runtime.signals import StopFlag

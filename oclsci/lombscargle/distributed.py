@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from oclsci.lombscargle import Periodogram
-from oclsci.mpi.mandelbrot import gather_bands, rank_bands
+from oclsci.mpi.bands import gather_bands, rank_bands
 from oclsci.mpi.world import World
 
 
