@@ -97,6 +97,18 @@ def _runs_as_ranks(args: list[str]) -> bool:
         not {"--help", "-h"} & set(args)
 
 
+def _end_every_rank(error: BaseException) -> None:
+    """Under MPI, end every rank (one line, MPI_Abort) for an error the ranks did not agree
+    on: raised outside a run's guarded part (a signal while a rank starts, before it joins
+    the others), it would leave them waiting for this rank forever. Returns otherwise."""
+    if getattr(error, "oclsci_agreed", False):
+        return
+    world_module = sys.modules.get("oclsci.mpi.world")  # loaded only under a launcher
+    world = getattr(world_module, "_WORLD", None) if world_module is not None else None
+    if world and world.size > 1:
+        world.abort(error)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``oclsci`` console script."""
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
@@ -110,6 +122,7 @@ def main(argv: list[str] | None = None) -> None:
             agree_on_command(args)
         cli.main(args=argv, prog_name="oclsci", standalone_mode=False)
     except SignalExit as stop:
+        _end_every_rank(stop)
         written = getattr(stop, "written", None)
         _error(f"stopped by {stop}; " + (f"written before it: {', '.join(written)}" if written
                                          else "no output written"))
@@ -132,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as error:  # noqa: BLE001 - every error becomes one line unless --debug
         if debug:
             raise
+        _end_every_rank(error)
         sys.exit(_report(error))
     except KeyboardInterrupt:
         _error("interrupted (SIGINT)")

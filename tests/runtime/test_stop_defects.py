@@ -109,6 +109,46 @@ def test_ranks_running_different_commands_are_refused_at_once(tmp_path):
     assert not (tmp_path / "x.npy").exists()
 
 
+RANK_STOPPED_EARLY = """
+import os, signal, sys
+from oclsci.cli import main, options
+from oclsci.runtime.signals import install_exit_handlers
+
+real = options.launched_world
+
+
+def launched_world():
+    # Rank 1 takes SIGTERM once it has joined the world, before the run's guarded part:
+    # the window in which a rank used to exit alone while rank 0 waited for it.
+    world = real()
+    if world is not None and world.rank == 1:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return world
+
+
+options.launched_world = launched_world  # before the command's module imports it
+install_exit_handlers()
+main(sys.argv[1:])
+"""
+
+
+@needs_mpi
+def test_a_rank_stopped_before_it_joins_the_run_ends_every_rank(tmp_path):
+    """A stop signal on one rank outside the run's guarded part (here right after it joined
+    the MPI world) ends every rank with 128 + N and one line, instead of leaving the others
+    waiting for it."""
+    np.save(tmp_path / "b.npy", np.ones((40, 30), np.float32))
+    script = tmp_path / "early.py"
+    script.write_text(RANK_STOPPED_EARLY)
+    command = [*mpiexec_command(), "-n", "2", sys.executable, str(script), "jacobi",
+               str(tmp_path / "b.npy"), "-n", "10", "-o", str(tmp_path / "x.npy")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=HANG,
+                            stdin=subprocess.DEVNULL, env=launch_env())
+    assert result.returncode == 128 + signal.SIGTERM, result.stderr
+    assert "rank 1 of 2: stopped by SIGTERM; no output written" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "x.npy").exists()
+
+
 @needs_mpi
 def test_a_rank_waiting_for_another_acts_on_a_signal(tmp_path):
     """Rank 0 reads its input from a FIFO that nobody writes; rank 1 waits for it in MPI.
