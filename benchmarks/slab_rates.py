@@ -19,17 +19,10 @@ import math
 import numpy as np
 
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.specs.streaming import halos, local_mem, registers
+from oclsci.jacobi.specs.streaming import halos, resident_groups
 from oclsci.jacobi.tuning import KernelConfig
 from oclsci.jacobi.tuning.search import device_facts, time_per_step
 from oclsci.runtime.device import create_context
-
-
-def resident_groups(params: dict, itemsize: int, facts: dict) -> int:
-    """Work-groups resident per compute unit, as the spec's cost model estimates them."""
-    local_w = params["local_w"]
-    return max(1, min(32, 2048 // local_w, 65536 // (local_w * registers(params, itemsize)),
-                      (3 * facts["local_mem"]) // max(1, local_mem(params, itemsize))))
 
 
 def main() -> None:

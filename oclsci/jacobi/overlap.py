@@ -10,11 +10,11 @@ results are bit-identical to one device, as with whole slabs.
 Per exchange period the device's queue runs the strips' steps, then the interior's. When the
 strips are done, their edge rows go to host memory on the device's copy queue (a window the
 node's ranks share, or page-locked memory for MPI between nodes: oclsci.mpi.transport), and
-the neighbours exchange them while the interior steps. The rows received go back on the copy queue, the
-rows between strips and interior are copied on the device after the interior's steps, and the
-strips' next steps wait, on the device, for both. The device waits only when an exchange takes
-longer than the interior's steps; that wait is measured from the copies' and the launches'
-profiling times and reported apart from the hidden part.
+the neighbours exchange them while the interior steps. The rows received go back on the copy
+queue, the rows between strips and interior are copied on the device after the interior's
+steps, and the strips' next steps wait, on the device, for both. The device waits only when
+an exchange takes longer than the interior's steps; that wait is measured from the copies'
+and the launches' profiling times and reported apart from the hidden part.
 """
 
 from __future__ import annotations

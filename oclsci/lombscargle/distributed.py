@@ -67,9 +67,9 @@ def _distributed(world: World, times, values, freqs, *, device, notify, stop_fla
         seconds["device"] += plan.timings.device_seconds
         return {"pgram": pgram}
 
-    with contextlib.ExitStack() as stack:
-        update = stack.enter_context(progress(mine, 0)) \
-            if progress is not None and world.is_root else None
+    shown = progress(mine, 0) if progress is not None and world.is_root \
+        else contextlib.nullcontext()
+    with shown as update:
         full, _ = gather_bands(world, freqs.size, functools.partial(band, update=update),
                                stop_flag=stop_flag)
     device_seconds = world.allreduce_max(seconds["device"])

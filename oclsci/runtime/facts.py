@@ -31,6 +31,11 @@ def claims_every_type(device: Any) -> bool:
     return bool(device.type & cl.device_type.GPU) and bool(device.type & cl.device_type.CPU)
 
 
+def is_real_gpu(device: Any) -> bool:
+    """True for GPUs, not counting simulators that claim every device type."""
+    return bool(device.type & cl.device_type.GPU) and not claims_every_type(device)
+
+
 def device_type_name(device: Any) -> str:
     """``GPU``, ``CPU``, ``ACCELERATOR``... for a device."""
     names = [name for name in ("GPU", "CPU", "ACCELERATOR", "CUSTOM")
@@ -73,7 +78,7 @@ class DeviceFacts:
             name=device.name.strip(), vendor=device.vendor.strip(),
             platform=device.platform.name.strip(), type_name=device_type_name(device),
             is_cpu=bool(device.type & cl.device_type.CPU),
-            is_gpu=bool(device.type & cl.device_type.GPU) and not claims_every_type(device),
+            is_gpu=is_real_gpu(device),
             compute_units=int(device.max_compute_units),
             max_work_group_size=int(device.max_work_group_size),
             local_mem_bytes=int(device.local_mem_size),

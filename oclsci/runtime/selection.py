@@ -25,7 +25,7 @@ from oclsci.errors import (
     NoPlatformError,
     pip_extra,
 )
-from oclsci.runtime.facts import claims_every_type, device_type_name, supports_fp64
+from oclsci.runtime.facts import claims_every_type, device_type_name, is_real_gpu, supports_fp64
 from oclsci.runtime.health import (
     empty_platform_reason,
 )
@@ -213,11 +213,6 @@ def select_device(
         return p, d, (f"first device; no OpenCL GPU for node-local rank {local_rank} on "
                       f"{node_name(environ)}: {binding.describe()}")
     return p, d, "first device"
-
-
-def is_real_gpu(device: Any) -> bool:
-    """True for GPUs, not counting simulators that claim every device type."""
-    return bool(device.type & cl.device_type.GPU) and not claims_every_type(device)
 
 
 def describe_device(platform_index: int, device_index: int, platform: Any, device: Any) -> dict:
