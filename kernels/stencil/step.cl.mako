@@ -1,0 +1,55 @@
+<%inherit file="/base.cl.mako"/>
+<%doc>
+  One step of a user's stencil (oclsci.stencil): u_new = update(u_old, u_prev, fields, params)
+  at every interior cell, one cell per work-item.
+  Parameters:
+    dims          2 or 3
+    radius        the ring of cells around the grid (the stencil's reach), holding the boundary
+                  value in u_old and u_new (never written) and zero in the fields
+    fields        names of the read-only fields, in argument order (arguments f_<name>)
+    params        names of the scalar parameters, in argument order (arguments p_<name>)
+    uses_prev     whether the update reads the previous level (argument u_prev)
+    update        the update as one C expression (oclsci.stencil.codegen): every operation
+                  parenthesised in the NumPy reference's order; reads as u_old[at +/- ...]
+    stencil_text  the stencil as the user wrote it (for the reader of the source)
+  Layout: every buffer is the padded grid, row-major, rows of row_stride elements (3-D: planes
+  of (n + 2 radius) rows); `at` is the cell's index there, rs and ps the strides.
+  Global size (n, m) in 2-D, (p, n, m) in 3-D (the contiguous axis first), rounded up to the
+  work-group; work-items beyond the grid return at once.
+  Contraction into FMA is off, so each operation is one IEEE operation as in NumPy.
+</%doc>
+<% R = radius %>
+#pragma OPENCL FP_CONTRACT OFF
+// Stencil: ${stencil_text}
+__kernel void stencil_step(__global real_t *restrict u_new,
+                           __global const real_t *restrict u_old,
+% if uses_prev:
+                           __global const real_t *restrict u_prev,
+% endif
+% for name in fields:
+                           __global const real_t *restrict f_${name},
+% endfor
+% for name in params:
+                           const real_t p_${name},
+% endfor
+% if dims == 2:
+                           int m, int n, int row_stride)
+{
+    const int j = (int)get_global_id(0), i = (int)get_global_id(1);
+    if (i >= m || j >= n)
+        return;
+    const size_t rs = (size_t)row_stride;
+    const size_t at = (size_t)(i + ${R}) * rs + (size_t)(j + ${R});
+% else:
+                           int m, int n, int p, int row_stride)
+{
+    const int k = (int)get_global_id(0), j = (int)get_global_id(1), i = (int)get_global_id(2);
+    if (i >= m || j >= n || k >= p)
+        return;
+    const size_t rs = (size_t)row_stride, ps = (size_t)(n + ${2 * R}) * rs;
+    const size_t at = (size_t)(i + ${R}) * ps + (size_t)(j + ${R}) * rs + (size_t)(k + ${R});
+% endif
+    u_new[at] =
+#line 1 "stencil"
+        ${update};
+}

@@ -1,0 +1,106 @@
+"""The Python API: :class:`Stencil`, a parsed update that runs on a device (:meth:`Stencil.run`)
+or in NumPy (:meth:`Stencil.reference`) with the same bits.
+
+::
+
+    heat = Stencil("u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)",
+                   params={"k": 0.2})
+    u = heat.run(u0, steps=1000)                      # NumPy in, NumPy out
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from oclsci.arrays import check_finite
+from oclsci.errors import ArgumentTypeError, Interrupted
+from oclsci.runtime.device import as_compute_context
+from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
+from oclsci.stencil.language import Expression, parse
+from oclsci.stencil.problem import Problem, prepare, round_scalar
+from oclsci.stencil.reference import stencil_numpy
+from oclsci.stencil.solver import StencilSolver
+
+
+def run_steps(solver: StencilSolver, steps: int, *,
+              progress: Callable[[int, int], None] | None = None,
+              should_stop: Callable[[], Any] | None = None) -> None:
+    """Advance ``solver`` until it has done ``steps`` steps, in paced chunks (the host about a
+    tenth of a second ahead of the device); between chunks report ``progress(done, steps)``
+    and, when ``should_stop()`` answers true (or a stop signal's number), raise
+    :class:`~oclsci.errors.Interrupted`."""
+    pacer = Pacer()
+    while solver.iteration < steps:
+        chunk = min(pacer.launches(), steps - solver.iteration)
+        pacer.submitted(solver.advance(chunk), chunk)
+        done = solver.iteration
+        if progress:
+            progress(done, steps)
+        stop = should_stop() if should_stop else False
+        if stop and done < steps:
+            pacer.drain()
+            code = stop_exit_code(stop)
+            signum = code - EXIT_SIGNAL_BASE if code > EXIT_SIGNAL_BASE else None
+            by = signal_name(signum) if signum else "a stop request"
+            raise Interrupted(f"stopped by {by} at step {done}", exit_code=code, signum=signum)
+    pacer.drain()
+
+
+class Stencil:
+    """A user's update of one field ``u`` (see :mod:`oclsci.stencil.language` for the
+    expression): ``params`` gives the scalar parameters' values, ``fields`` the names of the
+    read-only fields (default: every name that is not a parameter), ``boundary`` the value of
+    ``u`` beyond the grid (Dirichlet; zero by default, as ``oclsci jacobi`` has it). Fields read
+    as zero beyond the grid. A refused expression raises
+    :class:`~oclsci.stencil.language.StencilSyntaxError` (an InputError) in one line."""
+
+    def __init__(self, expression: str, *, params: Mapping[str, float] | None = None,
+                 fields: Iterable[str] | None = None, boundary: float = 0.0):
+        if params is not None and not isinstance(params, Mapping):
+            raise ArgumentTypeError(f"params must map names to numbers, got "
+                                    f"{type(params).__name__}")
+        if isinstance(fields, str):
+            fields = [fields]
+        self.params = dict(params or {})
+        self.expression: Expression = parse(expression, self.params, fields)
+        round_scalar(boundary, np.dtype(np.float64), "the boundary value")
+        self.boundary = boundary
+
+    def __repr__(self) -> str:
+        return f"Stencil({self.expression.text!r}: {self.expression.describe()})"
+
+    def problem(self, u0: Any, steps: int, *, fields: Mapping | None = None,
+                params: Mapping | None = None, prev: Any = None, dtype: Any = None) -> Problem:
+        """The checked, rounded inputs of a run (``params`` override the stencil's)."""
+        return prepare(self.expression, u0, steps, fields=fields,
+                       params={**self.params, **(params or {})}, prev=prev, dtype=dtype,
+                       boundary=self.boundary)
+
+    def run(self, u0: Any, steps: int, *, fields: Mapping | None = None,
+            params: Mapping | None = None, prev: Any = None, dtype: Any = None,
+            device: Any = None, progress: Callable[[int, int], None] | None = None,
+            should_stop: Callable[[], Any] | None = None) -> np.ndarray:
+        """``steps`` updates of ``u0`` on a device; returns the field, bit for bit what
+        :meth:`reference` returns.
+
+        ``fields``: name -> array of u0's shape; ``prev``: the previous level at the start
+        (default u0); ``dtype``: float32 or float64 (default u0's if one of them, else
+        float32); ``device``: a SPEC string, a ComputeContext or None (default selection);
+        ``progress(done, steps)`` and ``should_stop()`` as Jacobi's runner takes them.
+        A result that overflowed raises :class:`~oclsci.errors.NonFiniteResultError`."""
+        problem = self.problem(u0, steps, fields=fields, params=params, prev=prev,
+                               dtype=dtype)
+        solver = StencilSolver(as_compute_context(device), problem)
+        run_steps(solver, problem.steps, progress=progress, should_stop=should_stop)
+        return check_finite(solver.read())
+
+    def reference(self, u0: Any, steps: int, *, fields: Mapping | None = None,
+                  params: Mapping | None = None, prev: Any = None,
+                  dtype: Any = None) -> np.ndarray:
+        """The same run in NumPy (arguments as :meth:`run`'s), for checks."""
+        return stencil_numpy(self.problem(u0, steps, fields=fields, params=params, prev=prev,
+                                          dtype=dtype))

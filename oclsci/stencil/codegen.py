@@ -1,0 +1,101 @@
+"""From a parsed stencil to the OpenCL C the templates of ``kernels/stencil/`` take.
+
+The update becomes one C expression with every operation parenthesised as the tree has it
+(left operand, operator, right operand), so that the device does exactly the operations of the
+NumPy reference in the same order; the templates turn off contraction into FMA
+(``#pragma OPENCL FP_CONTRACT OFF``). Numbers are written as hexadecimal floating constants of
+the value already rounded to the field's dtype (exact, whatever the compiler's own decimal
+rounding); parameters are kernel arguments of the field's type, rounded on the host.
+
+Names in the generated code: ``u_old`` (the field), ``u_prev`` (the previous level),
+``f_<name>`` (a read-only field), ``p_<name>`` (a parameter); ``at`` is the cell's index in
+the padded layout, ``rs`` and ``ps`` the row and plane strides in elements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from oclsci.stencil.language import (
+    PREVIOUS,
+    UPDATED,
+    Expression,
+    Literal,
+    Load,
+    Negate,
+    Node,
+    Param,
+)
+from oclsci.stencil.reference import literal_value
+
+STRIDES = {2: ("rs", "1"), 3: ("ps", "rs", "1")}
+
+
+def c_literal(value: float, dtype: np.dtype) -> str:
+    """``value`` (already in ``dtype``) as an exact OpenCL C constant of type ``dtype``."""
+    text = float(value).hex()
+    return text + "f" if dtype == np.float32 else text
+
+
+def offset_code(offset: tuple[int, ...] | None, dims: int) -> str:
+    """``at`` moved by ``offset``: ``at - rs + 2`` for (-1, 2) in 2-D."""
+    code = "at"
+    for distance, stride in zip(offset or (0,) * dims, STRIDES[dims], strict=True):
+        if distance == 0:
+            continue
+        sign = "+" if distance > 0 else "-"
+        size = abs(distance)
+        term = str(size) if stride == "1" else (stride if size == 1 else f"{size} * {stride}")
+        code += f" {sign} {term}"
+    return code
+
+
+def buffer_name(source: str) -> str:
+    """The kernel argument holding ``source`` (``u``, ``u.prev`` or a field)."""
+    if source == UPDATED:
+        return "u_old"
+    if source == PREVIOUS:
+        return "u_prev"
+    return f"f_{source}"
+
+
+def load_code(load: Load, dims: int) -> str:
+    """A read of ``load``'s source at its offset."""
+    return f"{buffer_name(load.source)}[{offset_code(load.offset, dims)}]"
+
+
+def expression_code(node: Node, dtype: np.dtype, load: Callable[[Load], str]) -> str:
+    """``node`` as one C expression; ``load`` writes each read (templates that keep cells in
+    registers or local memory give their own)."""
+    if isinstance(node, Load):
+        return load(node)
+    if isinstance(node, Param):
+        return f"p_{node.name}"
+    if isinstance(node, Literal):
+        return c_literal(literal_value(node, dtype), dtype)
+    if isinstance(node, Negate):
+        return f"(-{expression_code(node.operand, dtype, load)})"
+    left = expression_code(node.left, dtype, load)
+    right = expression_code(node.right, dtype, load)
+    return f"({left} {node.op} {right})"
+
+
+def comment_text(expression: Expression) -> str:
+    """The stencil as written, safe inside a C comment."""
+    return expression.text.replace("*/", "* /").replace("\n", " ")
+
+
+def template_params(expression: Expression, dims: int, dtype: np.dtype) -> dict:
+    """The parameters of ``kernels/stencil/step.cl.mako`` for ``expression`` in ``dtype``."""
+    return {
+        "dtype": dtype,
+        "dims": dims,
+        "radius": expression.radius,
+        "fields": expression.fields,
+        "params": expression.params,
+        "uses_prev": expression.uses_prev,
+        "update": expression_code(expression.root, dtype, lambda n: load_code(n, dims)),
+        "stencil_text": comment_text(expression),
+    }
