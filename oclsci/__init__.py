@@ -28,6 +28,7 @@ _LAZY = {
     # package.
     "MandelbrotRenderer": "mandelbrot.renderer", "MandelbrotResult": "mandelbrot.renderer",
     "mandelbrot_numpy": "mandelbrot.reference",
+    "Stencil": "stencil.api",
 }
 
 
