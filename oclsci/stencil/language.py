@@ -194,8 +194,8 @@ class _Parser:
                 self.used_params.append(name)
             return Param(name)
         if self.fields is not None and name not in self.fields:
-            raise _refuse(self.text, node, f"unknown name {name!r}: declare it in fields "
-                          "(an array) or params (a number)")
+            raise _refuse(self.text, node, f"unknown name {name!r}: declare it as a field "
+                          "(an array; --field) or a parameter (a number; --param)")
         if name not in self.used_fields:
             self.used_fields.append(name)
         return Load(name, offset)

@@ -1,0 +1,98 @@
+"""``oclsci stencil EXPR INPUT.npy -n STEPS -o OUT.npy``: run a user's stencil
+(:class:`oclsci.stencil.Stencil`) on a device and write the field; parse, call the API, print.
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from oclsci.cli.options import device_option, dtype_option, quiet_option
+from oclsci.cli.progress import optional_progress, progress_every_option, progress_maker
+from oclsci.errors import InputError
+from oclsci.io import check_output_path, existing_file, read_npy, write_npy
+from oclsci.runtime.device import create_context
+from oclsci.runtime.signals import StopFlag
+from oclsci.stencil import Stencil
+
+
+def split_pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
+    """``NAME=VALUE`` words as a dict, refusing malformed or repeated names."""
+    found: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not name or not value:
+            raise InputError(f"{option} takes NAME=VALUE, got {pair!r}")
+        if name in found:
+            raise InputError(f"{option} {name} given twice")
+        found[name] = value
+    return found
+
+
+def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
+    """``--param k=0.2`` values as numbers."""
+    params = {}
+    for name, text in split_pairs(pairs, "--param").items():
+        try:
+            params[name] = float(text)
+        except ValueError:
+            raise InputError(f"--param {name} takes a number, got {text!r}") from None
+    return params
+
+
+@click.command("stencil")
+@click.argument("expression", metavar="EXPR")
+@click.argument("input_path", metavar="INPUT.npy")
+@click.option("--steps", "-n", type=click.IntRange(min=0), required=True,
+              help="Updates to run.")
+@click.option("--output", "-o", required=True, metavar="OUT.npy",
+              help="Where to write the field (.npy, written atomically).")
+@click.option("--field", "field_pairs", multiple=True, metavar="NAME=FILE.npy",
+              help="A read-only field the stencil reads (repeat for several).")
+@click.option("--param", "param_pairs", multiple=True, metavar="NAME=VALUE",
+              help="A scalar parameter's value (repeat for several).")
+@click.option("--prev", "prev_path", default=None, metavar="PREV.npy",
+              help="The previous time level at the start, for u.prev (default: INPUT).")
+@click.option("--boundary", type=float, default=0.0, show_default=True,
+              help="The value of u beyond the grid (fields read zero there).")
+@dtype_option
+@device_option
+@progress_every_option
+@quiet_option
+def stencil_command(expression: str, input_path: str, steps: int, output: str,
+                    field_pairs: tuple[str, ...], param_pairs: tuple[str, ...],
+                    prev_path: str | None, boundary: float, dtype: str, device: str | None,
+                    progress_every: float, quiet: bool) -> None:
+    """Run EXPR, an update of the field u written as a Python expression
+    (e.g. 'u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)'), STEPS times on
+    INPUT.npy; the result equals the NumPy reference bit for bit (docs/stencil.md)."""
+    params = parse_params(param_pairs)
+    field_paths = split_pairs(field_pairs, "--field")
+    stencil = Stencil(expression, params=params, fields=list(field_paths), boundary=boundary)
+    inputs = {"input": input_path, "prev": prev_path, **field_paths}
+    check_output_path(output, (".npy",), inputs=inputs)
+    u0 = read_npy(existing_file(input_path))
+    fields = {name: read_npy(existing_file(path)) for name, path in field_paths.items()}
+    prev = read_npy(existing_file(prev_path)) if prev_path else None
+    problem = stencil.problem(u0, steps, fields=fields, prev=prev, dtype=dtype)  # checks first
+    started = time.perf_counter()
+    with StopFlag(raising=True) as stop:
+        compute = create_context(device, quiet=quiet)
+        maker = progress_maker(quiet, progress_every, "stencil")
+        with optional_progress(maker, problem.steps) as progress:
+            result = stencil.run(problem.u0, problem.steps, fields=problem.fields,
+                                 prev=problem.prev0, dtype=problem.dtype, device=compute,
+                                 progress=progress, should_stop=stop)
+        stop.work_done()
+        write_npy(output, result)
+    if quiet:
+        return
+    seconds = time.perf_counter() - started
+    cells = result.size * problem.steps
+    rate = f", {cells / seconds:.3g} cell updates/s" if seconds > 0 and cells else ""
+    click.echo(f"stencil: {stencil.expression.describe()}; "
+               f"{'x'.join(map(str, result.shape))} {problem.dtype.name}, {problem.steps} "
+               f"steps on {compute.spec} {compute.name} in {seconds:.3f} s wall{rate}")
+    click.echo(f"  wrote {output}")
