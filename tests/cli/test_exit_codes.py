@@ -24,6 +24,8 @@ CASES = {
     "mandelbrot": [(["--width", "0", "--no-image"], 1), (["--kernel", "x"], 2)],
     "poisson": [(["{b}", "--method", "nosuch"], 2), (["{b}", "--tol", "-1"], 1)],
     "selftest": [(["--device", "no-such-device"], 1), (["--nope"], 2)],
+    "stencil": [(["u ** 2", "{b}", "-n", "1"], 1), (["u", "{missing}", "-n", "1"], 1),
+                (["u", "{b}", "-n", "-1"], 2), (["u", "{dir}", "-n", "1"], 2)],
     "tune": [(["--kernel", "seed"], 2), (["--budget", "-1"], 1), (["--size", "0x5"], 1)],
 }
 
@@ -39,7 +41,7 @@ def test_exit_code_rule(invoke_cli, tmp_path, command, args, code):
     names = {"b": tmp_path / "b.npy", "dir": tmp_path, "missing": tmp_path / "missing.npy"}
     args = [arg.format(**names) for arg in args]
     out = ["-o", str(tmp_path / "out.npy")] if command in ("jacobi", "laplacian", "lombscargle",
-                                                          "poisson") else []
+                                                          "poisson", "stencil") else []
     exit_code, _, err = invoke_cli(command, *args, *out)
     assert exit_code == code, err
     if code:

@@ -1,12 +1,14 @@
 """The case catalogue: every kernel launch that oclsci can make, on tiny grids.
 
 :func:`all_cases`: the Jacobi kernels (:mod:`oclgrind.jacobi`), the residual reduction, the
-tuner's comparison, Mandelbrot, Lomb-Scargle, the multigrid Poisson solver and every
-elementwise operation;
+tuner's comparison, Mandelbrot, Lomb-Scargle, the multigrid Poisson solver, every
+elementwise operation and the user-stencil kernel;
 :func:`canary_cases`: broken kernels that Oclgrind must report.
 """
 
 from __future__ import annotations
+
+import math
 
 from oclgrind.jacobi import SHAPES, jacobi_cases, make_id
 
@@ -181,6 +183,30 @@ def elementwise_cases() -> list[dict]:
     return cases
 
 
+def stencil_cases() -> list[dict]:
+    """The user-stencil step kernel: 2-D and 3-D, radius 1, 2 and 4, star and box, a
+    right-hand side and a coefficient field read at offsets, the previous level (u.prev),
+    division, both precisions, one-row and 3 x 3 x 3 grids."""
+    if not _importable("oclsci.stencil", "Stencil"):
+        return []
+    box27 = " + ".join(f"u[{i}, {j}, {k}]" for i in (-1, 0, 1) for j in (-1, 0, 1)
+                       for k in (-1, 0, 1))
+    stencils = [  # name, expression, parameters, fields, shape, boundary
+        ("jacobi", "0.25 * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - b)", {}, ("b",),
+         (5, 7), 0.0),
+        ("r2-coeff", "u + k * (-u[-2, 0] + 16 * u[-1, 0] - u[0, 2] + u[0, -2] - 60 * u) / 12"
+         " + c[1, 1]", {"k": 0.05}, ("c",), (1, 9), 0.5),
+        ("wave-box27", f"2 * u - u.prev + 0.01 * ({box27})", {}, (), (3, 3, 3), 0.0),
+        ("r4-3d", "u + 0.1 * (u[4, 0, 0] + u[0, -4, 0] + u[0, 0, 3])", {}, (), (2, 5, 9), 1.0),
+    ]
+    return [{"id": make_id("stencil", name, dtype, "x".join(map(str, shape))),
+             "kind": "stencil", "expression": expression, "params": params, "fields": fields,
+             "shape": shape, "boundary": boundary, "dtype": dtype, "steps": 3,
+             "cost": 8 * len(expression) * math.prod(shape)}
+            for name, expression, params, fields, shape, boundary in stencils
+            for dtype in ("float32", "float64")]
+
+
 # Deliberately broken kernels: each must make Oclgrind report (what the report says), which
 # proves that the checks are on and that reports reach the tests.
 CANARIES = {
@@ -216,4 +242,5 @@ def canary_cases() -> list[dict]:
 def all_cases() -> list[dict]:
     """Every case: each kernel oclsci ships (see the generators above)."""
     return (jacobi_cases() + residual_cases() + compare_cases() + mandelbrot_cases()
-            + shading_cases() + elementwise_cases() + lombscargle_cases() + poisson_cases())
+            + shading_cases() + elementwise_cases() + lombscargle_cases() + poisson_cases()
+            + stencil_cases())

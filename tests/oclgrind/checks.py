@@ -267,7 +267,25 @@ def _run_poisson(compute: Any, case: dict) -> None:
         raise AssertionError(f"max error {error:.3g} of the largest value (tol {tol:g})")
 
 
+def _run_stencil(compute: Any, case: dict) -> None:
+    import numpy as np
+
+    from oclsci.stencil import Stencil
+
+    rng = case_rng(case["id"])
+    stencil = Stencil(case["expression"], params=case["params"], fields=case["fields"],
+                      boundary=case["boundary"])
+    shape, dtype = tuple(case["shape"]), np.dtype(case["dtype"])
+    u0 = rng.uniform(-1, 1, shape).astype(dtype)
+    fields = {name: rng.uniform(0, 1, shape).astype(dtype) for name in case["fields"]}
+    got = stencil.run(u0, case["steps"], fields=fields, device=compute)
+    want = stencil.reference(u0, case["steps"], fields=fields)
+    if not np.array_equal(got, want):
+        raise AssertionError(f"{int(np.sum(got != want))} cells differ from NumPy's")
+
+
 RUNNERS = {
+    "stencil": _run_stencil,
     "poisson": _run_poisson,
     "lombscargle": _run_lombscargle,
     "canary": _run_canary,
