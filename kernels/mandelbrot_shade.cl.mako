@@ -1,4 +1,5 @@
 <%inherit file="/base.cl.mako"/>
+<%namespace name="reduction" file="/reduce.cl.mako"/>
 <%doc>
   The seed's picture from a smooth count, on the device: the steps of
   oclsci.mandelbrot.shading.shade_numpy (matplotlib's LightSource.shade with the hot colour map,
@@ -14,8 +15,8 @@
   flipped array.
   Two kernels:
     mandelbrot_shade_extremes  1-D, a multiple of group_size work-items striding over pixels;
-                               per group: min and max of the smooth count and of the raw
-                               illumination, in partial[4 * group + 0..3]
+                               per group (kernels/reduce.cl.mako): min and max of the smooth
+                               count and of the raw illumination, in partial[4 * group + 0..3]
     mandelbrot_shade           2-D (cols, rows): one pixel each, RGB bytes into rgb
 </%doc>
 #pragma OPENCL FP_CONTRACT OFF
@@ -72,11 +73,8 @@ void mandelbrot_shade_extremes(__global const src_t *restrict smooth, int rows, 
                                int flip, real_t d0, real_t d1, real_t d2,
                                __global real_t *restrict partial)
 {
-    __local real_t lows[${group_size}], highs[${group_size}];
-    __local real_t dims[${group_size}], brights[${group_size}];
     real_t low = INFINITY, high = -INFINITY, dim = INFINITY, bright = -INFINITY;
-    const size_t pixels = (size_t)rows * (size_t)cols;
-    for (size_t k = get_global_id(0); k < pixels; k += get_global_size(0)) {
+    <%reduction:each_item count="(size_t)rows * (size_t)cols" chunked="${False}">
         const int r = (int)(k / (size_t)cols), c = (int)(k % (size_t)cols);
         const real_t value = (real_t)smooth[k];
         const real_t light = illumination(smooth, rows, cols, flip, r, c, d0, d1, d2);
@@ -84,29 +82,10 @@ void mandelbrot_shade_extremes(__global const src_t *restrict smooth, int rows, 
         high = nan_max(high, value);
         dim = nan_min(dim, light);
         bright = nan_max(bright, light);
-    }
-    const size_t lid = get_local_id(0);
-    lows[lid] = low;
-    highs[lid] = high;
-    dims[lid] = dim;
-    brights[lid] = bright;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (size_t width = ${group_size} / 2; width > 0; width /= 2) {
-        if (lid < width) {
-            lows[lid] = nan_min(lows[lid], lows[lid + width]);
-            highs[lid] = nan_max(highs[lid], highs[lid + width]);
-            dims[lid] = nan_min(dims[lid], dims[lid + width]);
-            brights[lid] = nan_max(brights[lid], brights[lid + width]);
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0) {
-        const size_t group = get_group_id(0);
-        partial[4 * group + 0] = lows[0];
-        partial[4 * group + 1] = highs[0];
-        partial[4 * group + 2] = dims[0];
-        partial[4 * group + 3] = brights[0];
-    }
+    </%reduction:each_item>
+${reduction.group_tree(group_size, "real_t", [("low", "nan_min"), ("high", "nan_max"),
+                                             ("dim", "nan_min"), ("bright", "nan_max")],
+                       "partial")}
 }
 
 // NumPy's float remainder by 1 (the result takes the divisor's sign).

@@ -1,7 +1,9 @@
 <%inherit file="/base.cl.mako"/>
+<%namespace name="reduction" file="/reduce.cl.mako"/>
 <%doc>
   Partial sums of the squared residual r = (x_up + x_down + x_left + x_right - 4 x) - rhs over
-  padded rows first_row .. first_row+rows-1, one per work-group (group_size work-items, a power of two), in acc_t.
+  padded rows first_row .. first_row+rows-1, one per work-group (group_size work-items, a power
+  of two; the tree of kernels/reduce.cl.mako), in acc_t.
   With rhs_only, r = rhs (the scale of the relative residual; x is not read).
   1-D global size: a multiple of group_size. Work-items stride over the interior cells
   (neighbouring work-items read neighbouring cells: GPUs), or with by_rows each sums whole rows,
@@ -24,7 +26,6 @@ void jacobi_residual(__global const real_t *restrict x, __global const real_t *r
                      int first_row, int rows, int n, int row_stride,
                      __global acc_t *restrict partial_sums)
 {
-    __local acc_t sums[${group_size}];
     acc_t sum = 0;
 % if by_rows:
     for (size_t row = get_global_id(0); row < (size_t)rows; row += get_global_size(0)) {
@@ -53,15 +54,5 @@ void jacobi_residual(__global const real_t *restrict x, __global const real_t *r
         }
     }
 % endif
-    // Reduce within the work-group.
-    const size_t lid = get_local_id(0);
-    sums[lid] = sum;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (size_t width = ${group_size} / 2; width > 0; width /= 2) {
-        if (lid < width)
-            sums[lid] += sums[lid + width];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0)
-        partial_sums[get_group_id(0)] = sums[0];
+${reduction.group_tree(group_size, "acc_t", [("sum", "+")], "partial_sums")}
 }

@@ -1,4 +1,5 @@
 <%inherit file="/base.cl.mako"/>
+<%namespace name="reduction" file="/reduce.cl.mako"/>
 <%doc>
   Kernels of the multigrid Poisson solver (oclsci/poisson/multigrid.py), one level at a time.
   Parameters: dtype (real_t), acc_dtype (sums of dot products), group_size (work-items of a
@@ -199,35 +200,19 @@ __kernel void poisson_multigrid_coarse_solve(__global real_t *restrict u, __glob
         u[k + n] = lu[k];
 }
 
-// Partial sums of a[k] * b[k], offset <= k < offset + count, one per work-group, in acc_t.
+// Partial sums of a[k] * b[k], offset <= k < offset + count, one per work-group, in acc_t
+// (kernels/reduce.cl.mako).
 __kernel __attribute__((reqd_work_group_size(${group_size}, 1, 1)))
-void poisson_multigrid_dot(__global acc_t *restrict partial_sums, __global const real_t *restrict a,
-            __global const real_t *restrict b, ulong offset, ulong count)
+void poisson_multigrid_dot(__global const real_t *restrict a, __global const real_t *restrict b,
+                           ulong offset, ulong count, __global acc_t *restrict partial_sums)
 {
     a += offset;
     b += offset;
-    __local acc_t sums[${group_size}];
     acc_t sum = 0;
-% if chunked:
-    const ulong chunk = (count + get_global_size(0) - 1) / get_global_size(0);
-    const ulong first = get_global_id(0) * chunk;
-    const ulong last = min(first + chunk, count);
-    for (ulong k = first; k < last; ++k)
+    <%reduction:each_item count="count" chunked="${chunked}">
         sum += (acc_t)a[k] * (acc_t)b[k];
-% else:
-    for (ulong k = get_global_id(0); k < count; k += get_global_size(0))
-        sum += (acc_t)a[k] * (acc_t)b[k];
-% endif
-    const size_t lid = get_local_id(0);
-    sums[lid] = sum;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (size_t width = ${group_size} / 2; width > 0; width /= 2) {
-        if (lid < width)
-            sums[lid] += sums[lid + width];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (lid == 0)
-        partial_sums[get_group_id(0)] = sums[0];
+    </%reduction:each_item>
+${reduction.group_tree(group_size, "acc_t", [("sum", "+")], "partial_sums")}
 }
 
 // z = alpha x + beta y (z may be x or y).

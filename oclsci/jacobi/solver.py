@@ -25,6 +25,7 @@ from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.hostmem import staged_read, staged_write
 from oclsci.runtime.launch import Launch
+from oclsci.runtime.reduction import GroupReduction
 
 KERNEL_NAMES = tuple(kernels.KERNELS)
 # Launches enqueued between throttling events (see JacobiSolver.advance).
@@ -110,6 +111,7 @@ class JacobiSolver:
         compute.queue.finish()
         self.current = 0
         self._rhs_sums_of_squares: dict[tuple[int, int], float] = {}
+        self._reductions: dict[bool, GroupReduction] = {}  # by rhs_only
         # A chosen (not given) configuration that the built kernel cannot run with gives way
         # to the next default, smaller: never a launch failure.
         for index, candidate in enumerate(candidates):
@@ -331,19 +333,15 @@ class JacobiSolver:
         rows = last_row - first_row + 1
         if rows <= 0:
             return 0.0
-        acc_dtype = np.float64 if self.compute.supports_fp64 else np.float32
         by_rows = self.compute.is_cpu  # one work-item along a row (see the template)
-        kernel = programs.get_kernel(self.compute, "jacobi/residual", dtype=self.dtype,
-                                     acc_dtype=acc_dtype, group_size=RESIDUAL_GROUP_SIZE,
-                                     rhs_only=rhs_only, by_rows=by_rows)
-        items = rows if by_rows else rows * self.n
-        groups = min(max(1, math.ceil(items / RESIDUAL_GROUP_SIZE)),
-                     4 * self.compute.facts.compute_units)
-        partial = np.zeros(groups, dtype=acc_dtype)
-        partial_buffer = cl.Buffer(self.compute.context, cl.mem_flags.WRITE_ONLY, partial.nbytes)
-        kernel.set_args(self.x_buffer, self.rhs_buffer, np.int32(first_row), np.int32(rows),
-                        np.int32(self.n), np.int32(self.row_stride), partial_buffer)
-        cl.enqueue_nd_range_kernel(self.compute.queue, kernel, (groups * RESIDUAL_GROUP_SIZE,),
-                                   (RESIDUAL_GROUP_SIZE,))
-        cl.enqueue_copy(self.compute.queue, partial, partial_buffer)
-        return float(np.sum(partial, dtype=np.float64))
+        if rhs_only not in self._reductions:
+            acc_dtype = np.float64 if self.compute.supports_fp64 else np.float32
+            kernel = programs.get_kernel(self.compute, "jacobi/residual", dtype=self.dtype,
+                                         acc_dtype=acc_dtype, group_size=RESIDUAL_GROUP_SIZE,
+                                         rhs_only=rhs_only, by_rows=by_rows)
+            self._reductions[rhs_only] = GroupReduction(
+                self.compute, kernel, group_size=RESIDUAL_GROUP_SIZE, result_dtype=acc_dtype,
+                arg_types=(None, None, np.int32, np.int32, np.int32, np.int32))
+        return float(self._reductions[rhs_only](
+            self.x_buffer, self.rhs_buffer, first_row, rows, self.n, self.row_stride,
+            items=rows if by_rows else rows * self.n))

@@ -18,6 +18,7 @@ from oclsci.errors import DeviceError, InputError, first_line
 from oclsci.mandelbrot.palette import hot_table, light_direction, rgb8
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
+from oclsci.runtime.reduction import GroupReduction
 
 # Work-items per group of the extremes pass (a power of two).
 EXTREMES_GROUP_SIZE = 64
@@ -61,19 +62,13 @@ def _shade(compute: ComputeContext, smooth: np.ndarray, origin: str) -> np.ndarr
                 *(real.type(d) for d in light_direction()))
     params = {"dtype": real, "src_dtype": source.dtype, "group_size": EXTREMES_GROUP_SIZE}
 
-    # Pass 1: extremes of the smooth count and of the raw illumination, per work-group.
+    # Pass 1: extremes of the smooth count and of the raw illumination.
     extremes = programs.get_kernel(compute, "mandelbrot_shade", name="mandelbrot_shade_extremes",
                                    **params)
-    groups = max(1, min(-(-rows * cols // EXTREMES_GROUP_SIZE),
-                        4 * compute.facts.compute_units))
-    partial = np.empty((groups, 4), dtype=real)
-    partial_buffer = cl.Buffer(ctx, flags.WRITE_ONLY, partial.nbytes)
-    extremes.set_args(smooth_buffer, *geometry, partial_buffer)
-    cl.enqueue_nd_range_kernel(queue, extremes, (groups * EXTREMES_GROUP_SIZE,),
-                               (EXTREMES_GROUP_SIZE,))
-    cl.enqueue_copy(queue, partial, partial_buffer)
-    vmin, vmax = partial[:, 0].min(), partial[:, 1].max()
-    imin, imax = partial[:, 2].min(), partial[:, 3].max()
+    reduction = GroupReduction(compute, extremes, group_size=EXTREMES_GROUP_SIZE,
+                               arg_types=(None,) + tuple(value.dtype for value in geometry),
+                               result_dtype=real, finish=("min", "max", "min", "max"))
+    vmin, vmax, imin, imax = reduction(smooth_buffer, *geometry, items=rows * cols)
 
     # Pass 2: one pixel per work-item.
     colour = programs.get_kernel(compute, "mandelbrot_shade", **params)

@@ -28,6 +28,7 @@ from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.launch import Launch
 from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.reduction import GroupReduction
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
 
 TEMPLATE = "poisson/multigrid"
@@ -169,10 +170,10 @@ class Multigrid:
                                  f"{levels[0].shape[1]}")
         self._data = [self._level_buffers(index) for index in range(self.depth)]
         self.coarse_sweeps = levels[-1].coarse_sweeps()
-        units = max(1, compute.facts.compute_units)
-        self.dot_groups = units * (4 if compute.is_cpu else GROUPS_PER_UNIT)
-        self._partials = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE,
-                                   self.dot_groups * self.acc_dtype.itemsize)
+        self._dot = GroupReduction(compute, self.kernels["dot"], group_size=self.dot_group,
+                                   arg_types=(None, None, np.uint64, np.uint64),
+                                   result_dtype=self.acc_dtype,
+                                   per_unit=4 if compute.is_cpu else GROUPS_PER_UNIT)
 
     def device_bytes(self) -> int:
         """Bytes of this object's buffers: three per level below the finest, one on it."""
@@ -297,12 +298,12 @@ class Multigrid:
     def dot(self, a: Any, b: Any) -> float:
         """``sum(a * b)`` over the finest level's rows (every rank's), summed in float64 where
         the device can."""
-        group, n = self.dot_group, self.levels[0].shape[1]
-        self._launch("dot", (self.dot_groups * group,), (group,), self._partials, a, b,
-                     np.uint64(n), np.uint64(self.layout[0][1] * n))
-        partials = np.empty(self.dot_groups, self.acc_dtype)
-        cl.enqueue_copy(self.compute.queue, partials, self._partials)
-        total = float(np.sum(partials, dtype=np.float64))
+        n = self.levels[0].shape[1]
+        event = self._dot.enqueue(a, b, n, self.layout[0][1] * n)
+        if self.first_event is None:
+            self.first_event = event
+        self.last_event = event
+        total = float(self._dot.result())
         return total if self.halo is None else self.halo.allreduce_sum(total)
 
     def residual(self, r: Any, u: Any, f: Any, index: int = 0) -> None:

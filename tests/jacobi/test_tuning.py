@@ -7,6 +7,7 @@ import os
 import re
 
 import numpy as np
+import pyopencl as cl
 import pytest
 from conftest import run_cli
 
@@ -336,6 +337,27 @@ def test_candidates_start_with_defaults_and_fit(any_compute):
     # On a GPU, the small grid is launch-bound: temporal blocking must look better.
     assert predict_seconds_per_step(gpu, (266, 400), np.float32, facts) < \
         predict_seconds_per_step(one_step, (266, 400), np.float32, facts)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 5), (70, 130)])
+def test_device_compare_counts_the_cells_that_differ_in_any_bit(any_compute, shape):
+    from oclsci.jacobi.tuning.search import _DeviceCompare
+
+    rng = np.random.default_rng(shape[0])
+    solver = JacobiSolver(any_compute, rng.standard_normal(shape).astype(np.float32),
+                          dtype=np.float32, config=KernelConfig("seed"))
+    compare = _DeviceCompare(solver)
+    a, b = solver.x_buffers
+    assert compare.differences(a, b) == 0
+    rows = solver.read_rows(1, shape[0])
+    changed = rng.random(shape) < 0.3
+    changed[0, 0] = True
+    interior = rows[:, 1:shape[1] + 1]
+    interior[changed] = np.nextafter(interior[changed], np.float32(np.inf))  # one bit
+    rows[:, shape[1] + 1:] = 7  # the padding beyond the interior is not compared
+    cl.enqueue_copy(any_compute.queue, b, rows,
+                    dst_offset=solver.row_stride * solver.dtype.itemsize)
+    assert compare.differences(a, b) == int(changed.sum())
 
 
 def test_tune_finds_an_exact_configuration_and_saves_it(cache, any_compute):

@@ -1,8 +1,8 @@
 """The case catalogue: every kernel launch that oclsci can make, on tiny grids.
 
 :func:`all_cases`: the Jacobi kernels (:mod:`oclgrind.jacobi`), the residual reduction, the
-tuner's comparison, Mandelbrot, Lomb-Scargle, the multigrid Poisson solver, every
-elementwise operation and the user-stencil kernel;
+tuner's comparison, the generic reduction, Mandelbrot, Lomb-Scargle, the multigrid Poisson
+solver, every elementwise operation and the user-stencil kernel;
 :func:`canary_cases`: broken kernels that Oclgrind must report.
 """
 
@@ -14,15 +14,34 @@ from oclgrind.jacobi import SHAPES, jacobi_cases, make_id
 
 
 def compare_cases() -> list[dict]:
-    """The tuner's exactness check (``jacobi/compare``): counts differing cells atomically."""
+    """The tuner's exactness check (``jacobi/compare``): counts of differing cells per group."""
     from oclsci.runtime import programs
 
     if "jacobi/compare" not in programs.template_names():
         return []
-    return [{"id": make_id("compare", dtype, f"{m}x{n}", f"items{items}"), "kind": "compare",
-             "dtype": dtype, "shape": (m, n), "items": items, "cost": m * n}
+    return [{"id": make_id("compare", dtype, f"{m}x{n}", f"g{group_size}", f"groups{groups}"),
+             "kind": "compare", "dtype": dtype, "shape": (m, n), "group_size": group_size,
+             "groups": groups, "cost": m * n}
             for dtype in ("float32", "float64")
-            for (m, n), items in (((1, 1), 1), ((5, 3), 7), ((17, 40), 64), ((17, 40), 1000))]
+            for (m, n), group_size, groups in (((1, 1), 1, 1), ((5, 3), 8, 1), ((17, 40), 64, 1),
+                                               ((17, 40), 8, 16))]
+
+
+def reduction_cases() -> list[dict]:
+    """The generic reduction (``reduce``, oclsci.runtime.reduction.map_reduction): sums,
+    minima and counts, one item, less than a group, a tail; group sizes; both walks."""
+    cases = []
+    for dtype in ("float32", "float64"):
+        for what in ("sum", "min", "count"):
+            for size, group_size in ((1, 1), (5, 8), (300, 64), (300, 1)):
+                for chunked in (False, True):
+                    cases.append({"id": make_id("reduce", what, dtype, f"n{size}",
+                                                f"g{group_size}",
+                                                "chunked" if chunked else "strided"),
+                                  "kind": "reduce", "what": what, "dtype": dtype,
+                                  "size": size, "group_size": group_size,
+                                  "chunked": chunked, "cost": size + 1})
+    return cases
 
 
 def residual_cases() -> list[dict]:
@@ -241,6 +260,6 @@ def canary_cases() -> list[dict]:
 
 def all_cases() -> list[dict]:
     """Every case: each kernel oclsci ships (see the generators above)."""
-    return (jacobi_cases() + residual_cases() + compare_cases() + mandelbrot_cases()
-            + shading_cases() + elementwise_cases() + lombscargle_cases() + poisson_cases()
-            + stencil_cases())
+    return (jacobi_cases() + residual_cases() + compare_cases() + reduction_cases()
+            + mandelbrot_cases() + shading_cases() + elementwise_cases() + lombscargle_cases()
+            + poisson_cases() + stencil_cases())

@@ -1,5 +1,5 @@
-"""Running the other cases in the runner: residual, canaries, comparison, elementwise,
-Mandelbrot, Lomb-Scargle; :data:`RUNNERS` maps each case's ``kind`` to its function."""
+"""Running the other cases in the runner: residual, canaries, comparison, reduction,
+elementwise, Mandelbrot, Lomb-Scargle; :data:`RUNNERS` maps each case's ``kind`` to its function."""
 
 from __future__ import annotations
 
@@ -95,15 +95,41 @@ def _run_compare(compute: Any, case: dict) -> None:
     flags = cl.mem_flags
     buffers = [cl.Buffer(compute.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=h)
                for h in (a, b)]
-    count = np.zeros(1, np.uint32)
-    count_buffer = cl.Buffer(compute.context, flags.READ_WRITE | flags.COPY_HOST_PTR,
-                             hostbuf=count)
-    kernel = programs.get_kernel(compute, "jacobi/compare", dtype=dtype)
-    kernel.set_args(*buffers, np.int32(m), np.int32(n), np.int32(row_stride), count_buffer)
-    cl.enqueue_nd_range_kernel(compute.queue, kernel, (int(case["items"]),), None)
-    cl.enqueue_copy(compute.queue, count, count_buffer)
-    if int(count[0]) != int(flip.sum()):
-        raise AssertionError(f"{int(count[0])} differing cells counted, {int(flip.sum())} differ")
+    groups, group_size = int(case["groups"]), int(case["group_size"])
+    counts = np.zeros(groups, np.uint32)
+    counts_buffer = cl.Buffer(compute.context, flags.WRITE_ONLY, counts.nbytes)
+    kernel = programs.get_kernel(compute, "jacobi/compare", dtype=dtype, group_size=group_size)
+    kernel.set_args(*buffers, np.int32(m), np.int32(n), np.int32(row_stride), counts_buffer)
+    cl.enqueue_nd_range_kernel(compute.queue, kernel, (groups * group_size,), (group_size,))
+    cl.enqueue_copy(compute.queue, counts, counts_buffer)
+    if int(counts.sum()) != int(flip.sum()):
+        raise AssertionError(f"{int(counts.sum())} differing cells counted, "
+                             f"{int(flip.sum())} differ")
+
+
+def _run_reduce(compute: Any, case: dict) -> None:
+    import numpy as np
+    import pyopencl as cl
+
+    from oclsci.runtime.reduction import map_reduction
+
+    dtype = np.dtype(case["dtype"])
+    values = case_rng(case["id"]).standard_normal(int(case["size"])).astype(dtype)
+    what = case["what"]
+    settings = {"sum": dict(map_expr="a[k]", result_dtype=dtype),
+                "min": dict(map_expr="a[k]", result_dtype=dtype, combine="fmin",
+                            neutral="INFINITY", finish="min"),
+                "count": dict(map_expr="(result_t)(a[k] > 0)", result_dtype=np.uint32)}[what]
+    reduction = map_reduction(compute, params=[("a", dtype, True)], dtype=dtype,
+                              group_size=int(case["group_size"]), chunked=case["chunked"],
+                              **settings)
+    flags = cl.mem_flags
+    buffer = cl.Buffer(compute.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=values)
+    got = reduction(buffer, values.size)
+    want = {"sum": np.sum(values, dtype=np.float64), "min": values.min(),
+            "count": np.count_nonzero(values > 0)}[what]
+    if not np.isclose(float(got), float(want), rtol=1e-5, atol=1e-5):
+        raise AssertionError(f"{what} {got} != NumPy {want}")
 
 
 class Unsupported(Exception):
@@ -290,6 +316,7 @@ RUNNERS = {
     "lombscargle": _run_lombscargle,
     "canary": _run_canary,
     "compare": _run_compare,
+    "reduce": _run_reduce,
     "elementwise": _run_elementwise,
     "elementwise_user": _run_elementwise_user,
     "mandelbrot": _run_mandelbrot,

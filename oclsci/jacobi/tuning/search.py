@@ -29,6 +29,7 @@ from oclsci.jacobi.tuning.cache import cache_key, make_entry, save_entry
 from oclsci.jacobi.tuning.defaults import device_default
 from oclsci.jacobi.tuning.space import KernelConfig, round_up
 from oclsci.runtime import programs
+from oclsci.runtime.reduction import GroupReduction
 
 # Steps of the exactness check: over two launches of the deepest kernel, and a remainder.
 CHECK_STEPS = 75
@@ -36,6 +37,8 @@ REFERENCE = KernelConfig("coalesced", {"rows_per_item": 1, "vector": 1})
 # The finalists' re-timing: runs of FINAL_FACTOR x min_seconds, FINAL_REPEATS of them, within
 # at most FINAL_SHARE of the budget, kept back from the screening.
 FINAL_FACTOR, FINAL_REPEATS, FINAL_SHARE = 3, 3, 0.3
+# Work-items per group of the exactness check's count (a power of two).
+COMPARE_GROUP_SIZE = 64
 
 
 @dataclass
@@ -168,20 +171,16 @@ class _DeviceCompare:
 
     def __init__(self, solver: JacobiSolver):
         self.solver = solver
-        compute = solver.compute
-        self.kernel = programs.get_kernel(compute, "jacobi/compare", dtype=solver.dtype)
-        self.count = cl.Buffer(compute.context, cl.mem_flags.READ_WRITE, 4)
-        self.groups = 4 * compute.facts.compute_units
+        kernel = programs.get_kernel(solver.compute, "jacobi/compare", dtype=solver.dtype,
+                                     group_size=COMPARE_GROUP_SIZE)
+        self.count = GroupReduction(solver.compute, kernel, group_size=COMPARE_GROUP_SIZE,
+                                    arg_types=(None, None, np.int32, np.int32, np.int32),
+                                    result_dtype=np.uint32)
 
     def differences(self, a: Any, b: Any) -> int:
-        solver, queue = self.solver, self.solver.compute.queue
-        zero = np.zeros(1, np.uint32)
-        cl.enqueue_copy(queue, self.count, zero)
-        self.kernel.set_args(a, b, np.int32(solver.m), np.int32(solver.n),
-                             np.int32(solver.row_stride), self.count)
-        cl.enqueue_nd_range_kernel(queue, self.kernel, (self.groups * 64,), (64,))
-        cl.enqueue_copy(queue, zero, self.count)
-        return int(zero[0])
+        solver = self.solver
+        return int(self.count(a, b, solver.m, solver.n, solver.row_stride,
+                              items=solver.m * solver.n))
 
 
 def _copy(queue: Any, dst: Any, src: Any) -> None:
