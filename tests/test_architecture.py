@@ -91,3 +91,20 @@ def test_oclsci_jacobi_on_one_device_loads_few_modules(tmp_path):
                                                      "oclsci.lombscargle", "oclsci.poisson",
                                                      "oclsci.jacobi.tuning.search"))], loaded
     assert len(loaded) <= 42, (len(loaded), loaded)
+
+
+def test_the_workload_commands_leave_placement_device_and_signals_to_the_driver():
+    """No command module asks for the MPI world; the workload commands (those that run as
+    ranks) open no device and hold no stop flag: oclsci.driver does, for all of them."""
+    from oclsci.workloads import distributed_commands, workload_commands
+
+    runs_as_ranks = {workload_commands()[name] for name in distributed_commands()}
+    for path in (PACKAGE / "cli").glob("*.py"):
+        module = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
+        names = {node.id for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Name)} | {
+            alias.name for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) for alias in node.names}
+        assert not names & {"mpi_world", "launched_world", "launched_placement"}, path
+        if module in runs_as_ranks:
+            assert not names & {"create_context", "StopFlag", "World"}, path
