@@ -92,3 +92,22 @@ def test_oclsci_jacobi_on_one_device_loads_few_modules(tmp_path):
                                                      "oclsci.lombscargle", "oclsci.poisson",
                                                      "oclsci.jacobi.tuning.search"))], loaded
     assert len(loaded) <= 43, (len(loaded), loaded)
+
+
+def test_the_workload_commands_leave_placement_device_and_signals_to_the_driver():
+    """No command module asks for the MPI world; the workload commands that run a job open
+    no device and hold no stop flag: oclsci.driver does, for all of them (`elementwise` times
+    one operation, `laplacian` is NumPy on the host)."""
+    from oclsci.workloads import workload_commands
+
+    driven = {module for name, module in workload_commands().items()
+              if name not in ("elementwise", "laplacian")}
+    for path in (PACKAGE / "cli").glob("*.py"):
+        module = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
+        names = {node.id for node in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(node, ast.Name)} | {
+            alias.name for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) for alias in node.names}
+        assert not names & {"mpi_world", "launched_world", "launched_placement"}, path
+        if module in driven:
+            assert not names & {"create_context", "StopFlag", "World"}, path

@@ -1,6 +1,6 @@
 """``oclsci jacobi`` and ``oclsci laplacian``: reconstruct a picture from its Laplacian.
 
-The command parses its options into a :class:`~oclsci.jacobi.driver.JacobiJob`, lets
+The command parses its options into a :class:`~oclsci.jacobi.job.JacobiJob`, lets
 :func:`~oclsci.jacobi.driver.run_job` run it (over MPI ranks when started by ``mpiexec``), and
 prints the summary of the outcome.
 """
@@ -13,17 +13,16 @@ import click
 import numpy as np
 
 from oclsci.arrays import check_finite, validate_grid
-from oclsci.cli.options import device_option, launched_world, quiet_option
-from oclsci.cli.progress import progress_every_option, progress_maker
+from oclsci.cli.options import (
+    device_option,
+    progress_every_option,
+    progress_maker,
+    quiet_option,
+)
 from oclsci.io import check_inputs_kept, check_output_path, read_array, write_array
 from oclsci.jacobi import kernels
 from oclsci.jacobi.driver import JacobiOutcome, run_job
-from oclsci.jacobi.job import (  # noqa: F401 - Problem, load_problem: public names kept here
-    OUTPUT_SUFFIXES,
-    JacobiJob,
-    Problem,
-    load_problem,
-)
+from oclsci.jacobi.job import OUTPUT_SUFFIXES, JacobiJob, picture_error_lines, problem_lines
 
 
 @click.command("jacobi")
@@ -68,35 +67,11 @@ def jacobi_command(input_path, output, iterations, tol, check_every, dtype, kern
                     check_every=check_every, dtype=dtype, kernel=kernel, device=device,
                     checkpoint=checkpoint, checkpoint_every=checkpoint_every, resume=resume,
                     compare=compare)
-    world = launched_world()  # None without MPI or in a world of one rank
-    # Several ranks: rank 0 reads and writes, every rank solves a slab of rows.
-    placement = None
-    if world is not None:
-        from oclsci.jacobi.distributed import SlabPlacement
-
-        placement = SlabPlacement(world)
-    outcome = run_job(job, placement=placement,
-                      progress=progress_maker(quiet, progress_every, "jacobi"),
+    # Under mpiexec, rank 0 reads and writes, every rank solves a slab of rows.
+    outcome = run_job(job, progress=progress_maker(quiet, progress_every, "jacobi"),
                       notify=None if quiet else functools.partial(click.echo, err=True))
     if outcome is not None and not quiet:
         print_summary(outcome)
-
-
-def problem_lines(compute, problem: Problem, x: np.ndarray) -> list[str]:
-    """The summary's first lines: device, input, grid (shared by `jacobi` and `poisson`)."""
-    m, n = x.shape
-    return [f"device      {compute.spec} {compute.name}",
-            f"input       {problem.source}",
-            f"grid        {m} x {n} {x.dtype.name}"]
-
-
-def picture_error_lines(problem: Problem, x: np.ndarray) -> list[str]:
-    """The error against the original picture, when the problem came from one."""
-    if problem.original is None:
-        return []
-    error = np.abs(x.astype(np.float64) - problem.original)
-    return [f"error       max {error.max():.4g}, rms {np.sqrt(np.mean(error**2)):.4g} "
-            "against the original picture (0..255)"]
 
 
 def print_summary(outcome: JacobiOutcome) -> None:

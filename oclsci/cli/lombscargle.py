@@ -1,4 +1,9 @@
-"""``oclsci lombscargle``: the Lomb-Scargle periodogram of a file of (time, value) samples."""
+"""``oclsci lombscargle``: the Lomb-Scargle periodogram of a file of (time, value) samples.
+
+The command parses its options into a :class:`~oclsci.lombscargle.driver.LombScargleJob`, lets
+:func:`~oclsci.lombscargle.driver.run_job` run it (over MPI ranks when started by ``mpiexec``),
+and prints the summary of the outcome.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,13 @@ import functools
 
 import click
 
-from oclsci.cli.options import device_option, launched_world, quiet_option
-from oclsci.cli.progress import optional_progress, progress_every_option, progress_maker
-from oclsci.lombscargle import Periodogram
-from oclsci.lombscargle.files import check_output, parse_freqs, read_samples, write_periodogram
-from oclsci.runtime.device import create_context
-from oclsci.runtime.signals import StopFlag
+from oclsci.cli.options import (
+    device_option,
+    progress_every_option,
+    progress_maker,
+    quiet_option,
+)
+from oclsci.lombscargle.driver import LombScargleJob, LombScargleOutcome, run_job
 
 
 @click.command("lombscargle")
@@ -41,55 +47,29 @@ def lombscargle_command(input_path: str, freqs_spec: str | None, freqs_file: str
     INPUT: a .npy array of shape (2, N) or (N, 2), or a two-column text/CSV file. Under
     mpiexec the frequencies are shared out over the ranks, with the same result.
     """
-    out_path = check_output(output, {"INPUT": input_path, "--freqs-file": freqs_file})
-    times, values = read_samples(input_path, normalize=normalize, precenter=precenter)
-    freqs = parse_freqs(freqs_spec, freqs_file)
-    options = {"precenter": precenter, "normalize": normalize, "dtype": dtype,
-               "fast_math": fast_math}
-    world = launched_world()
-    progress = progress_maker(quiet, progress_every, "lombscargle", unit="frequency",
-                              units="frequencies")
-    # Signals are collected while kernels build and run; a poll between launches stops the
-    # run (128 + N, nothing written; under MPI every rank). Once the periodogram is computed,
-    # one only waits for the output.
-    with StopFlag(raising=True) as stop:
-        if world is not None:
-            from oclsci.lombscargle.distributed import (
-                describe_frequency_bands,
-                lombscargle_distributed,
-            )
+    job = LombScargleJob(input=input_path, freqs=freqs_spec, freqs_file=freqs_file,
+                         output=output, precenter=precenter, normalize=normalize, dtype=dtype,
+                         fast_math=fast_math, device=device)
+    outcome = run_job(job, progress=progress_maker(quiet, progress_every, "lombscargle",
+                                                   unit="frequency", units="frequencies"),
+                      notify=None if quiet else functools.partial(click.echo, err=True))
+    if outcome is not None and not quiet:
+        print_summary(job, outcome)
 
-            compute, pgram, seconds = lombscargle_distributed(
-                world, times, values, freqs, device=device, quiet=quiet,
-                notify=functools.partial(click.echo, err=True), stop_flag=stop,
-                progress=progress, **options)
-            if pgram is None:
-                return
-            if not quiet:
-                click.echo(describe_frequency_bands(world))
-            launches = None
-        else:
-            compute = create_context(device, quiet=quiet)
-            plan = Periodogram(compute, times, values, freqs, **options)
-            if not quiet:
-                click.echo(f"lombscargle: computing {freqs.size} frequencies of {times.size} "
-                           "samples", err=True)
-            with optional_progress(progress, freqs.size) as update:
-                pgram = plan.run(should_stop=stop, progress=update).get()
-            seconds, launches = plan.timings.device_seconds, plan.timings.launches
-            stop.work_done()
-        title = (f"{input_path}: {times.size} samples, {dtype}"
-                 + (", precentered" if precenter else "") + (", normalized" if normalize else ""))
-        if out_path is not None:
-            write_periodogram(out_path, freqs, pgram, title)
-    if quiet:
-        return
+
+def print_summary(job: LombScargleJob, outcome: LombScargleOutcome) -> None:
+    """Print the end-of-run summary (sizes, device, time, the peak, the output)."""
+    if outcome.distribution:
+        click.echo(outcome.distribution)
+    compute, pgram, freqs, seconds = outcome.compute, outcome.pgram, outcome.freqs, \
+        outcome.device_seconds
     peak = int(pgram.argmax())
-    how = f" in {launches} launch(es)" if launches else ""
-    click.echo(f"lombscargle: {times.size} samples, {freqs.size} frequencies, {dtype}"
-               f"{', fast math' if fast_math else ''} on {compute.spec} {compute.name}")
+    how = f" in {outcome.launches} launch(es)" if outcome.launches else ""
+    click.echo(f"lombscargle: {outcome.samples} samples, {freqs.size} frequencies, {job.dtype}"
+               f"{', fast math' if job.fast_math else ''} on {compute.spec} {compute.name}")
     click.echo(f"  device time {seconds * 1e3:.3f} ms{how}, "
-               f"{times.size * freqs.size / max(seconds, 1e-12):.3g} sample-frequency pairs/s")
+               f"{outcome.samples * freqs.size / max(seconds, 1e-12):.3g} sample-frequency "
+               "pairs/s")
     click.echo(f"  peak power {float(pgram[peak]):.6g} at angular frequency {freqs[peak]:.6g}")
-    if out_path is not None:
-        click.echo(f"  wrote {out_path}")
+    for path in outcome.written:
+        click.echo(f"  wrote {path}")

@@ -1,37 +1,29 @@
 """``oclsci poisson``: the Poisson problem of ``oclsci jacobi`` solved to a tolerance.
 
-Parses the options, reads the problem as ``jacobi`` does (an input file or the built-in
-picture), calls :func:`oclsci.poisson.solve` and prints its summary and residual history.
+Parses the options into a :class:`~oclsci.poisson.driver.PoissonJob`, lets
+:func:`~oclsci.poisson.driver.run_job` run it (over MPI ranks when started by ``mpiexec``),
+and prints its summary and residual history.
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any
 
 import click
 import numpy as np
 
-from oclsci.cli.jacobi import picture_error_lines, problem_lines
-from oclsci.cli.options import device_option, launched_world, quiet_option
-from oclsci.cli.progress import optional_progress, progress_every_option, progress_maker
-from oclsci.errors import OclsciWarning
-from oclsci.io import check_output_path, write_array, write_outputs
-from oclsci.jacobi.job import OUTPUT_SUFFIXES, load_problem
-from oclsci.jacobi.solver import validate_rhs
-from oclsci.poisson.multigrid import CYCLES, SMOOTHERS
-from oclsci.poisson.solve import (
-    DEFAULT_MAX_CYCLES,
-    DEFAULT_TOL,
-    JACOBI_STEPS_PER_CYCLE,
-    METHODS,
-    PoissonResult,
-    check_options,
-    solve,
+from oclsci.cli.options import (
+    device_option,
+    progress_every_option,
+    progress_maker,
+    quiet_option,
 )
-from oclsci.runtime.device import create_context
-from oclsci.runtime.signals import StopFlag
+from oclsci.errors import OclsciWarning
+from oclsci.jacobi.job import picture_error_lines, problem_lines
+from oclsci.poisson.driver import PoissonJob, PoissonOutcome, run_job
+from oclsci.poisson.multigrid import CYCLES, SMOOTHERS
+from oclsci.poisson.solve import DEFAULT_MAX_CYCLES, DEFAULT_TOL, JACOBI_STEPS_PER_CYCLE, METHODS
 
 
 @click.command("poisson")
@@ -68,62 +60,28 @@ def poisson_command(input_path, output, tol, method, max_cycles, dtype, cycle_ki
     reconstruction error. A run that ends above --tol (the dtype's accuracy floor, or
     --max-cycles) still writes its result and warns.
     """
-    check_options(tol, max_cycles, method, cycle_kind, sweeps[0], sweeps[1], smoother)
-    check_output_path(output, OUTPUT_SUFFIXES, {"INPUT": input_path})
-    options = dict(tol=tol, max_cycles=max_cycles, method=method, dtype=dtype, cycle=cycle_kind,
-                   pre=sweeps[0], post=sweeps[1], smoother=smoother)
-    world = launched_world()  # None without MPI or in a world of one rank
-    # Progress on rank 0: cycles done of those expected at the current rate, the residual.
-    maker = progress_maker(quiet or (world is not None and not world.is_root), progress_every,
-                           "poisson", unit="cycle", units="cycles")
-    # Signals are collected while kernels build and run; a poll between cycles stops the run
-    # (128 + N, nothing written). Once the cycles are done, one waits for the outputs.
-    if world is None:
-        problem = load_problem(input_path, None)
-        rhs = validate_rhs(problem.rhs)
-        with StopFlag(raising=True) as stop, optional_progress(maker, max_cycles) as update:
-            compute = create_context(device, quiet=quiet)
-            result = solve(rhs, device=compute, should_stop=stop,
-                           progress=_cycle_report(update, tol), **options)
-            stop.work_done()
-            written = write_outputs([(output, lambda: write_array(output, result.x))])
-    else:
-        read: dict = {}
-
-        def read_rhs():
-            read["problem"] = _read(input_path)
-            return read["problem"].rhs
-
-        with StopFlag() as stop, optional_progress(maker, max_cycles) as update:
-            from oclsci.poisson.distributed import poisson_distributed
-
-            compute, result = poisson_distributed(
-                world, read_rhs, device=device,
-                notify=None if quiet else functools.partial(click.echo, err=True),
-                stop_flag=stop, progress=_cycle_report(update, tol), **options)
-            if result is None:
-                return
-            problem = read["problem"]
-            written = write_outputs([(output, lambda: write_array(output, result.x))])
+    job = PoissonJob(input=input_path, output=output, tol=tol, method=method,
+                     max_cycles=max_cycles, dtype=dtype, cycle=cycle_kind, pre=sweeps[0],
+                     post=sweeps[1], smoother=smoother, device=device)
+    outcome = run_job(job, progress=progress_maker(quiet, progress_every, "poisson",
+                                                   unit="cycle", units="cycles"),
+                      notify=None if quiet else functools.partial(click.echo, err=True))
+    if outcome is None:  # not rank 0: rank 0 warns and prints
+        return
+    result = outcome.result
     if not result.converged:
         floor = "the residual stopped falling (the dtype's accuracy floor" + (
             "; try --dtype float64)" if result.x.dtype == np.float32 else ")")
         why = floor if result.stalled else f"--max-cycles {max_cycles} reached"
         warnings.warn(f"residual {result.residual:.3e} is above --tol {tol:g} after "
                       f"{result.cycles} cycles: {why}", OclsciWarning, stacklevel=1)
-    if quiet:
-        return
-    print_summary(compute, problem, result, written)
+    if not quiet:
+        print_summary(outcome)
 
 
-def _read(input_path: str | None):
-    problem = load_problem(input_path, None)
-    validate_rhs(problem.rhs)
-    return problem
-
-
-def print_summary(compute, problem, result: PoissonResult, written: list[str]) -> None:
+def print_summary(outcome: PoissonOutcome) -> None:
     """Print the end-of-run summary (device, grid, method, cycles, residuals, error)."""
+    compute, problem, result = outcome.compute, outcome.problem, outcome.result
     verdict = "converged" if result.converged else "NOT converged"
     lines = problem_lines(compute, problem, result.x) + [
         f"method      {result.method}: {result.description}",
@@ -137,7 +95,7 @@ def print_summary(compute, problem, result: PoissonResult, written: list[str]) -
     if result.extra.get("mpi"):
         lines.append(f"mpi         {result.extra['mpi']}")
     lines += picture_error_lines(problem, result.x)
-    lines += [f"wrote       {path}" for path in written]
+    lines += [f"wrote       {path}" for path in outcome.written]
     click.echo("\n".join(lines))
 
 
@@ -153,10 +111,3 @@ def history_line(residuals: list[float]) -> str:
         values = [*values[:half], f"... ({len(values) - 2 * half} more) ...", *values[-half:]]
     return " ".join(values)
 
-
-def _cycle_report(update: Any, tol: float) -> Any:
-    """A solver's ``progress(cycles, expected, residual)`` as a progress line's update."""
-    if update is None:
-        return None
-    return lambda cycles, expected, residual: update(
-        cycles, expected, f"residual {residual:.3e} (--tol {tol:g})")

@@ -1,20 +1,25 @@
 """``oclsci stencil EXPR INPUT.npy -n STEPS -o OUT.npy``: run a user's stencil
-(:class:`oclsci.stencil.Stencil`) on a device and write the field; parse, call the API, print.
+(:class:`oclsci.stencil.Stencil`) on a device and write the field: parse the options into a
+:class:`~oclsci.stencil.driver.StencilJob`, let :func:`~oclsci.stencil.driver.run_job` run it,
+print.
 """
 
 from __future__ import annotations
 
+import functools
 import time
 
 import click
 
-from oclsci.cli.options import device_option, dtype_option, quiet_option
-from oclsci.cli.progress import optional_progress, progress_every_option, progress_maker
+from oclsci.cli.options import (
+    device_option,
+    dtype_option,
+    progress_every_option,
+    progress_maker,
+    quiet_option,
+)
 from oclsci.errors import InputError
-from oclsci.io import check_output_path, existing_file, read_npy, write_npy
-from oclsci.runtime.device import create_context
-from oclsci.runtime.signals import StopFlag
-from oclsci.stencil import Stencil
+from oclsci.stencil.driver import StencilJob, run_job
 
 
 def split_pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
@@ -69,30 +74,18 @@ def stencil_command(expression: str, input_path: str, steps: int, output: str,
     (e.g. 'u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)'), STEPS times on
     INPUT.npy; the result equals the NumPy reference bit for bit (docs/stencil.md)."""
     params = parse_params(param_pairs)
-    field_paths = split_pairs(field_pairs, "--field")
-    stencil = Stencil(expression, params=params, fields=list(field_paths), boundary=boundary)
-    inputs = {"input": input_path, "prev": prev_path, **field_paths}
-    check_output_path(output, (".npy",), inputs=inputs)
-    u0 = read_npy(existing_file(input_path))
-    fields = {name: read_npy(existing_file(path)) for name, path in field_paths.items()}
-    prev = read_npy(existing_file(prev_path)) if prev_path else None
-    problem = stencil.problem(u0, steps, fields=fields, prev=prev, dtype=dtype)  # checks first
-    started = time.perf_counter()
-    with StopFlag(raising=True) as stop:
-        compute = create_context(device, quiet=quiet)
-        maker = progress_maker(quiet, progress_every, "stencil")
-        with optional_progress(maker, problem.steps) as progress:
-            result = stencil.run(problem.u0, problem.steps, fields=problem.fields,
-                                 prev=problem.prev0, dtype=problem.dtype, device=compute,
-                                 progress=progress, should_stop=stop)
-        stop.work_done()
-        write_npy(output, result)
+    job = StencilJob(expression=expression, input=input_path, steps=steps, output=output,
+                     fields=split_pairs(field_pairs, "--field"), params=params, prev=prev_path,
+                     boundary=boundary, dtype=dtype, device=device)
+    outcome = run_job(job, progress=progress_maker(quiet, progress_every, "stencil"),
+                      notify=None if quiet else functools.partial(click.echo, err=True))
     if quiet:
         return
-    seconds = time.perf_counter() - started
+    seconds = time.perf_counter() - outcome.started
+    result, problem, compute = outcome.result, outcome.problem, outcome.compute
     cells = result.size * problem.steps
     rate = f", {cells / seconds:.3g} cell updates/s" if seconds > 0 and cells else ""
-    click.echo(f"stencil: {stencil.expression.describe()}; "
+    click.echo(f"stencil: {outcome.stencil.expression.describe()}; "
                f"{'x'.join(map(str, result.shape))} {problem.dtype.name}, {problem.steps} "
                f"steps on {compute.spec} {compute.name} in {seconds:.3f} s wall{rate}")
     click.echo(f"  wrote {output}")

@@ -13,7 +13,8 @@
   :mod:`~oclsci.jacobi.picture`: argument checks, checkpoints, the built-in picture;
 - :mod:`~oclsci.jacobi.job`, :mod:`~oclsci.jacobi.driver`: a frozen :class:`JacobiJob` and
   :func:`run_job`, which turns it into a finished run (outputs, checkpoint, comparison
-  picture) on one device or on the ranks of an MPI job; the command line calls it.
+  picture) on one device or on the ranks of an MPI job through :mod:`oclsci.driver`, the
+  driver of every command; the command line calls it.
 """
 
 from oclsci.jacobi.driver import JacobiOutcome, run_job

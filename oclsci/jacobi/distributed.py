@@ -1,8 +1,9 @@
-"""A distributed Jacobi solve: scatter, gather, and the placement of ``oclsci jacobi`` runs.
+"""A distributed Jacobi solve: scatter, gather, and the slabs of ``oclsci jacobi`` runs.
 
 Every cell goes through the same arithmetic as on one device, so results are bit-identical to
 the one-device run for any number of ranks (see :mod:`oclsci.mpi.slabs` and docs/mpi.md).
-:class:`SlabPlacement` runs :func:`oclsci.jacobi.driver.run_job` over the ranks of a world.
+:class:`SlabGrid` lays the grid of :func:`oclsci.jacobi.driver.run_job` over the ranks of a
+world.
 """
 
 from __future__ import annotations
@@ -15,14 +16,12 @@ from typing import Any, NoReturn
 import numpy as np
 
 from oclsci.errors import Interrupted
-from oclsci.jacobi.driver import JacobiOutcome, ProgressFactory, run_job, stop_error
-from oclsci.jacobi.job import JacobiJob, Problem, Start
+from oclsci.jacobi.job import Problem, Start, stop_error
 from oclsci.jacobi.overlap import OverlappedSlab, sub_slabs, wants_overlap
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
-from oclsci.runtime.signals import StopFlag
 
 # --------------------------------------------------------------------------------------------
 # A distributed Jacobi solve
@@ -189,34 +188,16 @@ class DistributedJacobi:
 # ``oclsci jacobi`` on several ranks
 
 
-class SlabPlacement:
-    """Runs a :func:`~oclsci.jacobi.driver.run_job` over the ranks of ``world``.
+class SlabGrid:
+    """The grid of a :class:`~oclsci.jacobi.driver.JacobiRun` in slabs of rows over the ranks
+    of ``world`` (its :class:`~oclsci.jacobi.driver.GridLayout` under MPI).
 
     Rank 0 reads the input, scatters the rows, and at the end gathers the result and writes
-    the outputs; ``--tol`` and stop signals are decided over all ranks. An error that all ranks
-    see is raised once, by rank 0 (the others end with its exit code and say nothing); an error
-    on one rank during the run prints one line and aborts every rank.
+    the outputs; ``--tol`` and stop signals are decided over all ranks.
     """
 
     def __init__(self, world: World):
         self.world = world
-        self.is_root = world.is_root
-
-    def guarded(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Run ``function(*args)``; an error that not every rank saw aborts every rank."""
-        return self.world.run_guarded(function, *args)
-
-    def agree(self, function: Callable[[], Any]) -> Any:
-        """:meth:`World.agree`."""
-        return self.world.agree(function)
-
-    def share(self, value: Any) -> Any:
-        """Rank 0's ``value`` on every rank."""
-        return self.world.bcast(value)
-
-    def open_device(self, device: str | None, notify: Callable[[str], None] | None) -> Any:
-        """This rank's device (its node-local GPU); rank 0 tells ``notify`` every rank's."""
-        return self.world.open_device(device, notify)
 
     def build(self, compute: Any, problem: Problem | None, start: Start,
               kernel: str) -> DistributedJacobi:
@@ -249,18 +230,10 @@ class SlabPlacement:
         return dataclasses.replace(result, device_seconds=device_seconds,
                                    wall_seconds=wall_seconds), distribution
 
-    def stopped(self, error: Interrupted, stop_flag: StopFlag, iteration: int,
-                checkpoint: str | None) -> NoReturn:
+    def stopped(self, error: Interrupted, iteration: int, checkpoint: str | None) -> NoReturn:
         """Every rank saw the same stop request (the signal's number agreed): rank 0 reports
         it, the others exit with the same code, silently."""
         error = stop_error(error, iteration, checkpoint)
         if self.world.is_root:
             raise _agreed(error) from None
         raise _agreed(SystemExit(error.exit_code)) from None
-
-
-def jacobi_distributed(world: World, job: JacobiJob, *, progress: ProgressFactory | None = None,
-                       notify: Callable[[str], None] | None = None) -> JacobiOutcome | None:
-    """``oclsci jacobi`` over the ranks of ``world``: :func:`~oclsci.jacobi.driver.run_job`
-    with a :class:`SlabPlacement`. The outcome on rank 0, None on the others."""
-    return run_job(job, placement=SlabPlacement(world), progress=progress, notify=notify)

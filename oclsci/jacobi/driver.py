@@ -1,21 +1,20 @@
 """One ``oclsci jacobi`` run, from its options to its written outputs, on one device or many.
 
-:func:`run_job` takes a :class:`~oclsci.jacobi.job.JacobiJob` (the options, frozen) and does
-all that lies between the command line and the summary: check the options, read the problem
-(an input file, the built-in picture or a checkpoint; see :mod:`oclsci.jacobi.job`), solve,
-write the outputs atomically (the result, the comparison picture, the final checkpoint) and
-return a :class:`JacobiOutcome` holding what the summary prints. It prints nothing itself: the
-caller passes ``progress`` (a progress bar) and ``notify`` (the device lines for stderr).
+:func:`run_job` hands a :class:`~oclsci.jacobi.job.JacobiJob` (the options, frozen) to the
+driver (:func:`oclsci.driver.drive`) with :class:`JacobiRun`, Jacobi's runner: check the
+options, read the problem (an input file, the built-in picture or a checkpoint; see
+:mod:`oclsci.jacobi.job`), solve, name the outputs (the result, the comparison picture, the
+final checkpoint) and return a :class:`JacobiOutcome` holding what the summary prints. It
+prints nothing itself: the caller passes ``progress`` (a progress bar) and ``notify`` (the
+device lines for stderr).
 
-Where the solve runs is a :class:`Placement`: :class:`OneDevicePlacement` by default, or
-:class:`oclsci.jacobi.distributed.SlabPlacement`, which cuts the grid into slabs of rows over
-MPI ranks (rank 0 reads and writes, every rank solves its slab). The driver knows nothing of
-MPI, and the placements nothing of files or options.
+The grid lies on the placement the driver picks as a :class:`GridLayout`: :class:`WholeGrid`
+on one device, or :class:`oclsci.jacobi.distributed.SlabGrid`, slabs of rows over MPI ranks
+(rank 0 reads and writes, every rank solves its slab).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,25 +23,14 @@ from typing import Any, NoReturn, Protocol
 import numpy as np
 
 from oclsci.arrays import check_finite
+from oclsci.driver import Notify, Placement, ProgressFactory, Writes, drive, on_root, shown
 from oclsci.errors import Interrupted
-from oclsci.io import write_array, write_image, write_outputs
-from oclsci.jacobi.job import (  # noqa: F401 - the job's names, at hand with the driver
-    OUTPUT_SUFFIXES,
-    JacobiJob,
-    Problem,
-    Start,
-    check_job,
-    load_problem,
-    prepare,
-)
+from oclsci.io import write_array, write_image
+from oclsci.jacobi.job import JacobiJob, Problem, Start, prepare, stop_error
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.runtime.device import ComputeContext, create_context
-from oclsci.runtime.signals import StopFlag, signal_name
-
-# progress(total, start) -> a context manager yielding update(done, total); see run_job.
-ProgressUpdate = Callable[[int, int], None]
-ProgressFactory = Callable[[int, int], contextlib.AbstractContextManager[ProgressUpdate]]
+from oclsci.runtime.device import ComputeContext
+from oclsci.runtime.signals import StopFlag
 
 
 @dataclass
@@ -58,34 +46,20 @@ class JacobiOutcome:
 
 
 class Solve(Protocol):
-    """A solver set up by a placement (for MPI:
+    """A solver set up by a layout (for MPI:
     :class:`~oclsci.jacobi.distributed.DistributedJacobi`)."""
 
     solver: JacobiSolver
 
     def run(self, iterations: int, **options: Any) -> JacobiResult:
-        """:func:`oclsci.jacobi.run` over the placement (collective)."""
+        """:func:`oclsci.jacobi.run` over the layout (collective)."""
 
     def gather(self) -> np.ndarray | None:
         """The whole current iterate on the root, None elsewhere (collective)."""
 
 
-class Placement(Protocol):
-    """Where a job runs: this process's device, or slabs over MPI ranks."""
-
-    is_root: bool  # reads the input, writes the outputs, gets the outcome
-
-    def guarded(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Run the whole job ``function(*args)``."""
-
-    def agree(self, function: Callable[[], Any]) -> Any:
-        """Run ``function`` on every rank; an error on any is raised on all."""
-
-    def share(self, value: Any) -> Any:
-        """The root's ``value`` on every rank."""
-
-    def open_device(self, device: str | None, notify: Callable[[str], None] | None) -> Any:
-        """This rank's ComputeContext; the root tells ``notify`` the device lines."""
+class GridLayout(Protocol):
+    """How the grid lies on the placement: whole on one device, or slabs over MPI ranks."""
 
     def build(self, compute: Any, problem: Problem | None, start: Start, kernel: str) -> Solve:
         """This rank's solver, at ``start.iteration`` (``problem`` is None off the root)."""
@@ -93,8 +67,7 @@ class Placement(Protocol):
     def totals(self, result: JacobiResult, solve: Solve) -> tuple[JacobiResult, str | None]:
         """The result with the slowest rank's times, and a line on the distribution."""
 
-    def stopped(self, error: Interrupted, stop_flag: StopFlag, iteration: int,
-                checkpoint: str | None) -> NoReturn:
+    def stopped(self, error: Interrupted, iteration: int, checkpoint: str | None) -> NoReturn:
         """Raise what a stop signal ends this rank with."""
 
 
@@ -113,29 +86,8 @@ class OneDeviceSolve:
         return self.solver.read()
 
 
-class OneDevicePlacement:
-    """The default placement: the whole grid on this process's one device."""
-
-    is_root = True
-
-    def guarded(self, function: Callable[..., Any], *args: Any) -> Any:
-        """Run ``function(*args)``: its errors go to the caller as they are."""
-        return function(*args)
-
-    def agree(self, function: Callable[[], Any]) -> Any:
-        """Run ``function``."""
-        return function()
-
-    def share(self, value: Any) -> Any:
-        """``value`` itself."""
-        return value
-
-    def open_device(self, device: str | None, notify: Callable[[str], None] | None) -> Any:
-        """The device of ``--device``, ``PYOPENCL_CTX`` or the default choice."""
-        compute = create_context(device)
-        if notify is not None:
-            notify(compute.banner())
-        return compute
+class WholeGrid:
+    """The whole grid on this process's one device."""
 
     def build(self, compute: Any, problem: Problem | None, start: Start, kernel: str) -> Solve:
         """A solver of the whole grid (``prepare`` checked the right-hand side)."""
@@ -148,24 +100,80 @@ class OneDevicePlacement:
         """The result as it is; no distribution."""
         return result, None
 
-    def stopped(self, error: Interrupted, stop_flag: StopFlag, iteration: int,
-                checkpoint: str | None) -> NoReturn:
+    def stopped(self, error: Interrupted, iteration: int, checkpoint: str | None) -> NoReturn:
         """Exit 75 after a checkpoint, else 128 + the signal's number."""
         raise stop_error(error, iteration, checkpoint) from None
 
 
-def stop_error(error: Interrupted, iteration: int, checkpoint: str | None) -> Interrupted:
-    """What a run stopped by a signal ends with: the runner's ``error`` (exit 75 after its
-    checkpoint, else 128 + the signal's number) told as one line naming the signal and what
-    was kept."""
-    by = "a stop request" if error.signum is None else signal_name(error.signum)
-    if checkpoint:
-        return Interrupted(f"stopped by {by} at iteration {iteration}; checkpoint written to "
-                           f"{checkpoint}: go on with --resume {checkpoint}",
-                           signum=error.signum)
-    return Interrupted(f"stopped by {by} at iteration {iteration}; no output written (use "
-                       "--checkpoint to keep the work)", exit_code=error.exit_code,
-                       signum=error.signum)
+class JacobiRun:
+    """``oclsci jacobi`` on a placement: the driver's :class:`~oclsci.driver.Runner`."""
+
+    raising = False  # a stop signal ends the run with its checkpoint when asked
+
+    def __init__(self, job: JacobiJob, placement: Placement):
+        self.job, self.placement = job, placement
+        if placement.world is None:
+            self.layout: GridLayout = WholeGrid()
+        else:
+            from oclsci.jacobi.distributed import SlabGrid  # MPI runs only
+
+            self.layout = SlabGrid(placement.world)
+        self.problem: Problem | None = None  # on the root
+        self.start: Start | None = None
+        self.iteration = 0  # the solver's at the end
+
+    def prepare(self) -> None:
+        """Check the options and read the problem on the root; every rank gets the Start."""
+        placement = self.placement
+        prepared = on_root(placement, lambda: prepare(self.job))
+        self.problem = prepared[0] if placement.is_root else None
+        self.start = placement.share(prepared[1] if placement.is_root else None)
+
+    def solve(self, compute: Any, stop_flag: StopFlag, progress: ProgressFactory | None,
+              notify: Notify | None) -> JacobiOutcome | None:
+        """Iterate to the end (or a stop signal: a checkpoint when asked, then the stop)."""
+        job, placement, start = self.job, self.placement, self.start
+        solve = self.layout.build(compute, self.problem, start, job.kernel)
+
+        def write_checkpoint(solver: JacobiSolver) -> None:
+            x = solve.gather()
+            if placement.is_root:
+                _save_checkpoint(job.checkpoint, self.problem, x, solver.iteration)
+
+        # Once the steps are done, a stop signal is only held until the outputs are written:
+        # it never costs the steps.
+        steps = progress if job.iterations > start.iteration else None
+        try:
+            with shown(steps, job.iterations, start.iteration) as update:
+                result = solve.run(job.iterations, tol=job.tol, check_every=job.check_every,
+                                   checkpoint=write_checkpoint if job.checkpoint else None,
+                                   checkpoint_every=job.checkpoint_every, progress=update,
+                                   should_stop=stop_flag)
+        except Interrupted as error:
+            stop_flag.stopping()
+            self.layout.stopped(error, solve.solver.iteration, job.checkpoint)
+        stop_flag.work_done()
+        x = solve.gather()
+        # An overflowed run writes no output. A finite final residual already proves x
+        # finite (a NaN or infinity in any cell makes its residual term, and the sum, not
+        # finite), so only a run without one pays the host's pass over x.
+        on_root(placement, lambda: None if math.isfinite(result.residual) else check_finite(x))
+        result, distribution = self.layout.totals(result, solve)
+        self.iteration = solve.solver.iteration
+        if not placement.is_root:
+            return None
+        return JacobiOutcome(compute, self.problem, x, result, distribution)
+
+    def outputs(self, outcome: JacobiOutcome) -> Writes:
+        """The final checkpoint first (were the process killed while the others are written,
+        a resumed run would only write them), the result, the comparison picture."""
+        job, problem, x = self.job, outcome.problem, outcome.x
+        return [
+            (job.checkpoint,
+             lambda: _save_checkpoint(job.checkpoint, problem, x, self.iteration)),
+            (job.output, lambda: write_array(job.output, x)),
+            (job.compare, lambda: write_image(job.compare, _comparison(problem, x))),
+        ]
 
 
 def run_job(job: JacobiJob, *, placement: Placement | None = None,
@@ -173,73 +181,14 @@ def run_job(job: JacobiJob, *, placement: Placement | None = None,
             notify: Callable[[str], None] | None = None) -> JacobiOutcome | None:
     """Run ``job`` to the end and return its outcome (None on the other ranks of an MPI run).
 
-    ``placement``: :class:`OneDevicePlacement` when None. ``progress(total, start)``, when
-    given, is entered around the iteration on the root and yields ``update(done, total)``;
-    ``notify(text)`` gets the device lines. Stop signals are collected from the device's
-    creation to the end of the iteration: one ends the run with its checkpoint when asked
-    (:class:`~oclsci.errors.Interrupted`, exit code 75) or with 128 + its number.
+    ``placement``: the ranks of the launcher's MPI world when it started several, else this
+    process's device (:func:`oclsci.driver.launched_placement`). ``progress(total, start)``,
+    when given, is entered around the iteration on the root and yields ``update(done,
+    total)``; ``notify(text)`` gets the device lines. Stop signals are collected from the
+    device's creation to the end of the iteration: one ends the run with its checkpoint when
+    asked (:class:`~oclsci.errors.Interrupted`, exit code 75) or with 128 + its number.
     """
-    placement = placement or OneDevicePlacement()
-    return placement.guarded(_run_job, job, placement, progress, notify)
-
-
-def _on_root(placement: Placement, function: Callable[[], Any]) -> Any:
-    """``function()`` on the root (None elsewhere), its errors raised on every rank."""
-    return placement.agree(lambda: function() if placement.is_root else None)
-
-
-def _run_job(job: JacobiJob, placement: Placement, progress: ProgressFactory | None,
-             notify: Callable[[str], None] | None) -> JacobiOutcome | None:
-    prepared = _on_root(placement, lambda: prepare(job))
-    problem = prepared[0] if placement.is_root else None
-    start: Start = placement.share(prepared[1] if placement.is_root else None)
-
-    # Collect stop signals from here on: one arriving while kernels build is acted on at the
-    # first poll after the build (with a checkpoint when asked). Once the steps are done, one
-    # is only held until the outputs are written: it never costs the steps.
-    with StopFlag() as stop_flag:
-        stop_flag.report_late = placement.is_root
-        compute = placement.open_device(job.device, notify)
-        solve = placement.build(compute, problem, start, job.kernel)
-
-        def write_checkpoint(solver: JacobiSolver) -> None:
-            x = solve.gather()
-            if placement.is_root:
-                _save_checkpoint(job.checkpoint, problem, x, solver.iteration)
-
-        show_progress = progress and placement.is_root and job.iterations > start.iteration
-        bar = progress(job.iterations, start.iteration) if show_progress \
-            else contextlib.nullcontext()
-        try:
-            with bar as update:
-                result = solve.run(job.iterations, tol=job.tol, check_every=job.check_every,
-                                   checkpoint=write_checkpoint if job.checkpoint else None,
-                                   checkpoint_every=job.checkpoint_every, progress=update,
-                                   should_stop=stop_flag)
-        except Interrupted as error:
-            stop_flag.stopping()
-            placement.stopped(error, stop_flag, solve.solver.iteration, job.checkpoint)
-        stop_flag.work_done()
-        x = solve.gather()
-        # An overflowed run writes no output. A finite final residual already proves x
-        # finite (a NaN or infinity in any cell makes its residual term, and the sum, not
-        # finite), so only a run without one pays the host's pass over x.
-        _on_root(placement, lambda: None if math.isfinite(result.residual) else check_finite(x))
-        result, distribution = placement.totals(result, solve)
-
-        def finish() -> JacobiOutcome:
-            # The final checkpoint first: were the process killed while the others are
-            # written, a resumed run would only write them.
-            iteration = solve.solver.iteration
-            written = write_outputs([
-                (job.checkpoint,
-                 lambda: _save_checkpoint(job.checkpoint, problem, x, iteration)),
-                (job.output, lambda: write_array(job.output, x)),
-                (job.compare, lambda: write_image(job.compare, _comparison(problem, x))),
-            ])
-            return JacobiOutcome(compute, problem, x, result, distribution, written)
-
-        return _on_root(placement, finish)
+    return drive(job, JacobiRun, placement=placement, progress=progress, notify=notify)
 
 
 def _comparison(problem: Problem, x: np.ndarray) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 :func:`prepare` turns a :class:`JacobiJob` into the :class:`Problem` to solve (read from an
 input file, the built-in picture or a checkpoint) and the :class:`Start` that every MPI rank
-needs; :mod:`oclsci.jacobi.driver` runs it.
+needs; :mod:`oclsci.jacobi.driver` runs it. ``oclsci poisson`` reads its problem with
+:func:`load_problem` too, and both summaries start with :func:`problem_lines`.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from oclsci.arrays import check_fits
-from oclsci.errors import InputError
+from oclsci.errors import InputError, Interrupted
 from oclsci.io import check_distinct_outputs, check_inputs_kept, check_output_path, read_array
 from oclsci.jacobi import kernels
 from oclsci.jacobi.checks import MAX_ITERATIONS
 from oclsci.jacobi.solver import validate_rhs
+from oclsci.runtime.signals import signal_name
 
 OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
 
@@ -132,3 +134,34 @@ def prepare(job: JacobiJob) -> tuple[Problem, Start]:
     x0_dtype = None if problem.x0 is None else problem.x0.dtype.str
     return problem, Start(problem.rhs.shape, dtype, problem.rhs.dtype.str, x0_dtype,
                           problem.iteration)
+
+
+def stop_error(error: Interrupted, iteration: int, checkpoint: str | None) -> Interrupted:
+    """What a run stopped by a signal ends with: the runner's ``error`` (exit 75 after its
+    checkpoint, else 128 + the signal's number) told as one line naming the signal and what
+    was kept."""
+    by = "a stop request" if error.signum is None else signal_name(error.signum)
+    if checkpoint:
+        return Interrupted(f"stopped by {by} at iteration {iteration}; checkpoint written to "
+                           f"{checkpoint}: go on with --resume {checkpoint}",
+                           signum=error.signum)
+    return Interrupted(f"stopped by {by} at iteration {iteration}; no output written (use "
+                       "--checkpoint to keep the work)", exit_code=error.exit_code,
+                       signum=error.signum)
+
+
+def problem_lines(compute, problem: Problem, x: np.ndarray) -> list[str]:
+    """The summary's first lines: device, input, grid (``oclsci jacobi`` and ``poisson``)."""
+    m, n = x.shape
+    return [f"device      {compute.spec} {compute.name}",
+            f"input       {problem.source}",
+            f"grid        {m} x {n} {x.dtype.name}"]
+
+
+def picture_error_lines(problem: Problem, x: np.ndarray) -> list[str]:
+    """The error against the original picture, when the problem came from one."""
+    if problem.original is None:
+        return []
+    error = np.abs(x.astype(np.float64) - problem.original)
+    return [f"error       max {error.max():.4g}, rms {np.sqrt(np.mean(error**2)):.4g} "
+            "against the original picture (0..255)"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,36 +19,26 @@ from oclsci.mpi.world import World
 
 
 def describe_frequency_bands(world: World) -> str:
-    """One line on how :func:`lombscargle_distributed` shares the frequencies out."""
+    """One line on how :func:`periodogram_on_ranks` shares the frequencies out."""
     return (f"mpi: {world.size} ranks, frequencies shared out in contiguous bands, gathered "
             "on rank 0; device time: the slowest rank")
 
 
-def lombscargle_distributed(world: World, times: np.ndarray, values: np.ndarray,
-                            freqs: np.ndarray, *, device: str | None, quiet: bool,
-                            notify: Callable[[str], None] | None = None,
-                            stop_flag: Any = None, progress: Any = None,
-                            **options: Any) -> tuple[Any, np.ndarray | None, float]:
-    """``oclsci lombscargle`` over the ranks of ``world`` (collective).
+def periodogram_on_ranks(world: World, compute: Any, times: np.ndarray, values: np.ndarray,
+                         freqs: np.ndarray, *, stop_flag: Any = None, progress: Any = None,
+                         **options: Any) -> tuple[np.ndarray | None, float]:
+    """The periodogram of ``(times, values)`` at ``freqs`` over the ranks of ``world``, each
+    on its ``compute`` (collective; every rank passes the same samples and frequencies).
 
-    Returns ``(compute, pgram, seconds)``: the whole periodogram on rank 0 (None elsewhere)
-    and the longest device time over the ranks. Unless ``quiet``, rank 0 passes the ranks'
-    device lines to ``notify``. ``stop_flag``: the raising StopFlag around the call; it is
-    polled between launches and a stop signal to any rank stops them all (rank 0 raises
-    SignalExit, the others exit with 128 + N); once the bands are computed one only waits
-    for the outputs. ``progress(total, start)``: as for ``oclsci jacobi``'s driver; rank 0
-    reports its own frequencies with it.
+    Returns ``(pgram, seconds)``: the whole periodogram on rank 0 (None elsewhere) and the
+    longest device time over the ranks. ``stop_flag``: the raising StopFlag around the call;
+    it is polled between launches and a stop signal to any rank stops them all (rank 0 raises
+    SignalExit, the others exit with 128 + N); once the bands are computed one only waits for
+    the outputs. ``progress(total, start)``: a progress display as for
+    :func:`oclsci.driver.drive`; rank 0 reports its own frequencies with it.
     """
-    return world.run_guarded(_distributed, world, times, values, freqs, device=device,
-                             notify=None if quiet else notify, stop_flag=stop_flag,
-                             progress=progress, **options)
-
-
-def _distributed(world: World, times, values, freqs, *, device, notify, stop_flag, progress,
-                 **options):
     if stop_flag is not None:
         world.share_stops(stop_flag)
-    compute = world.open_device(device, notify)
     bands = rank_bands(freqs.size, world.size, world.rank)
     plans = world.agree(lambda: {first: Periodogram(compute, times, values,
                                                     freqs[first:first + count], **options)
@@ -74,5 +63,5 @@ def _distributed(world: World, times, values, freqs, *, device, notify, stop_fla
                                stop_flag=stop_flag)
     device_seconds = world.allreduce_max(seconds["device"])
     if not world.is_root:
-        return compute, None, device_seconds
-    return compute, full["pgram"], device_seconds
+        return None, device_seconds
+    return full["pgram"], device_seconds

@@ -184,34 +184,26 @@ def gather_rows(world: World, owned: np.ndarray, shape: tuple[int, int]) -> np.n
     return full
 
 
-def poisson_distributed(world: World, read_rhs: Any, *, device: str | None,
-                        notify: Any = None, tol: float, max_cycles: int, method: str,
-                        dtype: Any, cycle: str, pre: int, post: int, smoother: str,
-                        stop_flag: Any = None, progress: Any = None) -> tuple[Any, Any]:
-    """``oclsci poisson`` over the ranks of ``world`` (collective): ``read_rhs()`` gives the
-    whole right-hand side, called on rank 0 only. Returns ``(compute, result)``: on rank 0 the
+def solve_on_ranks(world: World, compute: Any, rhs: np.ndarray | None, *, tol: float,
+                   max_cycles: int, method: str, dtype: Any, cycle: str, pre: int, post: int,
+                   smoother: str, stop_flag: Any = None, progress: Any = None) -> Any:
+    """Solve ``L x = rhs`` over the ranks of ``world`` (collective), each on its ``compute``:
+    ``rhs`` is the whole right-hand side on rank 0, None elsewhere. Returns on rank 0 the
     :class:`~oclsci.poisson.PoissonResult` with the whole solution, the slowest rank's device
     time and ``extra["mpi"]`` (how the ranks shared the levels); None elsewhere.
 
-    Errors are agreed: rank 0 raises its own, or the lowest failing rank's, the others exit
-    with the same code. ``stop_flag`` (a :class:`~oclsci.runtime.signals.StopFlag` that does
-    not raise) is polled by every rank at the same points and the answer agreed, so a signal
-    to any rank stops them all with 128 + its number. ``progress(cycles, expected, residual)``
+    ``dtype`` None: rank 0's device decides, so that every rank computes alike. Errors are
+    agreed: rank 0 raises its own, or the lowest failing rank's, the others exit with the
+    same code. ``stop_flag`` (a :class:`~oclsci.runtime.signals.StopFlag` that does not
+    raise) is polled by every rank at the same points and the answer agreed, so a signal to
+    any rank stops them all with 128 + its number. ``progress(cycles, expected, residual)``
     hears each cycle on rank 0.
     """
-    return world.run_guarded(_distributed, world, read_rhs, device, notify, tol, max_cycles,
-                             method, dtype, cycle, pre, post, smoother, stop_flag, progress)
-
-
-def _distributed(world: World, read_rhs, device, notify, tol, max_cycles, method, dtype,
-                 cycle, pre, post, smoother, stop_flag, progress):
     from oclsci.arrays import check_fits
     from oclsci.poisson.hierarchy import build_levels
     from oclsci.poisson.solve import PoissonSolver
 
-    rhs = world.agree(lambda: read_rhs() if world.is_root else None)
     shape = world.bcast(None if rhs is None else tuple(rhs.shape))
-    compute = world.open_device(device, notify)
     if dtype is None:  # rank 0's device decides, so that every rank computes alike
         dtype = world.bcast("float64" if compute.supports_fp64 else "float32")
     world.agree(lambda: check_fits(rhs, dtype, "the right-hand side") if world.is_root
@@ -240,7 +232,7 @@ def _distributed(world: World, read_rhs, device, notify, tol, max_cycles, method
     x = gather_rows(world, result.x, shape)
     seconds = world.allreduce_max(result.device_seconds)
     if not world.is_root:
-        return compute, None
+        return None
     result.x, result.device_seconds = x, seconds
     result.extra["mpi"] = solver.halo.describe()
-    return compute, result
+    return result

@@ -97,10 +97,11 @@ def test_launcher_detection(env, expected):
     assert mpi.wants_mpi(env) is expected
 
 
-@pytest.mark.parametrize("module", ["oclsci.mpi", "oclsci.jacobi.distributed",
-                                    "oclsci.jacobi.driver"])
+@pytest.mark.parametrize("module", ["oclsci.mpi", "oclsci.jacobi.distributed", "oclsci.driver",
+                                    "oclsci.jacobi.driver", "oclsci.poisson.driver",
+                                    "oclsci.mandelbrot.driver", "oclsci.lombscargle.driver"])
 def test_mpi_and_driver_load_nothing_of_the_cli(module):
-    """No import cycle cli -> mpi -> cli: the MPI code and the driver stand without the CLI."""
+    """No import cycle cli -> mpi -> cli: the MPI code and the drivers stand without the CLI."""
     code = f"import sys, {module}; print([m for m in sys.modules if m.startswith('oclsci.cli')])"
     out = subprocess.run([sys.executable, "-c", code], env=launch_env(), capture_output=True,
                          text=True, timeout=120)
@@ -108,15 +109,16 @@ def test_mpi_and_driver_load_nothing_of_the_cli(module):
 
 
 def test_no_cli_import_anywhere_under_mpi_or_jacobi():
-    """Not even inside a function: oclsci/mpi, oclsci/jacobi and the workloads' runners over
-    ranks import nothing from oclsci.cli; oclsci/mpi imports no workload; none of the MPI code
-    prints."""
+    """Not even inside a function: oclsci/mpi, oclsci/jacobi, the driver and the workloads'
+    runners import nothing from oclsci.cli; oclsci/mpi imports no workload; none of the MPI
+    code or the runners prints."""
     import ast
 
     import oclsci
 
     package = Path(oclsci.__file__).parent
-    runners = {*package.glob("*/distributed.py"), package / "jacobi" / "overlap.py"}
+    runners = {*package.glob("*/distributed.py"), *package.glob("*/driver.py"),
+               package / "driver.py", package / "jacobi" / "overlap.py"}
     for path in [*package.glob("mpi/**/*.py"), *package.glob("jacobi/**/*.py"), *runners]:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \

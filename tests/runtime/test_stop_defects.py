@@ -111,23 +111,25 @@ def test_ranks_running_different_commands_are_refused_at_once(tmp_path):
 
 RANK_STOPPED_EARLY = """
 import os, signal, sys
-from oclsci.cli import main, options
+from oclsci.cli import main
 from oclsci.runtime.signals import install_exit_handlers
 
-real = options.launched_world
+install_exit_handlers()  # before the driver's modules start NumPy's threads
+from oclsci import driver
+
+real = driver.launched_placement
 
 
-def launched_world():
+def launched_placement():
     # Rank 1 takes SIGTERM once it has joined the world, before the run's guarded part:
     # the window in which a rank used to exit alone while rank 0 waited for it.
-    world = real()
-    if world is not None and world.rank == 1:
+    placement = real()
+    if placement.world is not None and placement.world.rank == 1:
         os.kill(os.getpid(), signal.SIGTERM)
-    return world
+    return placement
 
 
-options.launched_world = launched_world  # before the command's module imports it
-install_exit_handlers()
+driver.launched_placement = launched_placement
 main(sys.argv[1:])
 """
 
