@@ -16,17 +16,15 @@ from typing import Any
 import numpy as np
 
 from oclsci.jacobi.specs import (
-    GPU,
     GPU_BANDWIDTH,
     GPU_LAUNCH,
     GPU_LAUNCH_HOST,
     GRID_ARGUMENTS,
     STEPS,
-    KernelSpec,
-    Param,
-    round_up,
+    JacobiSpec,
     streaming_cost,
 )
+from oclsci.kernelspec import GPU, Param, round_up
 
 PARAMS = (
     Param("cols", default=2, choices=(1, 2, 4)),
@@ -223,8 +221,9 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     return max(GPU_LAUNCH_HOST, GPU_LAUNCH + launch_seconds + traffic) / k
 
 
-SPEC = KernelSpec(
-    name="streaming", summary="temporal blocking streamed down the grid, for large grids on GPUs",
+SPEC = JacobiSpec(
+    name="streaming", template="jacobi/streaming",
+    summary="temporal blocking streamed down the grid, for large grids on GPUs",
     params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
     defaults=defaults, cost=cost, steps_param="max_steps",
     work_group=lambda p: (p["local_w"], 1), local_mem=local_mem, check=check,
