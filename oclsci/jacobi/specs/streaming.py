@@ -75,6 +75,18 @@ def halos(p: Mapping) -> tuple[int, int]:
     return left, (p["local_w"] * cols - left - steps) // cols * cols
 
 
+def geometry(p: Mapping) -> dict:
+    """What the template derives from the parameters: the levels' row spacing
+    (:func:`rows_apart`), the halo and tile (:func:`halos`), the row slots per level
+    (``rows_apart + 1 + rows`` live, rounded up to a multiple of ``rows``), the advances
+    before the slots' rotation repeats, and the groups of ``edge_levels`` levels."""
+    left, tile_w = halos(p)
+    rows = p["rows"]
+    slots = rows * -(-(rows_apart(p) + 1 + rows) // rows)
+    return {"rows_apart": rows_apart(p), "halo": left, "tile_w": tile_w, "slots": slots,
+            "period": slots // rows, "edge_groups": -(-p["max_steps"] // p["edge_levels"])}
+
+
 def check(p: Mapping) -> str | None:
     """A strip that leaves no tile inside the halo cannot work; B passed from level to level
     in registers needs consecutive levels one advance apart (skew 1)."""
@@ -227,6 +239,7 @@ SPEC = JacobiSpec(
     params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
     defaults=defaults, cost=cost, steps_param="max_steps",
     work_group=lambda p: (p["local_w"], 1), local_mem=local_mem, check=check,
+    derived=geometry,
     candidates=candidates, suits=GPU, auto_on=GPU, auto_min_cells=AUTO_MIN_CELLS, tuned_on=GPU,
     tile=lambda p: (p["seg_h"], halos(p)[1]),
     work_per_item=lambda p, shape, items: p["cols"] * (min(p["seg_h"], shape[0])
