@@ -1,14 +1,11 @@
-"""What a kernel is, for every workload: its parameters, arguments, launch shape and choices.
-
-A workload describes each of its OpenCL kernels by a :class:`KernelSpec` (template,
-parameters, arguments bound by name, launch shape, defaults, tuning space) and lists them in
-a :class:`~oclsci.kernelspec.registry.Registry`; a :class:`KernelConfig` is one kernel of a
+"""What a kernel is, for every workload: a :class:`KernelSpec` (template, parameters,
+arguments bound by name, launch shape, defaults, tuning space), listed in a workload's
+:class:`~oclsci.kernelspec.registry.Registry`; a :class:`KernelConfig` is one kernel of a
 registry with its parameters' values and work-group shape. Spec functions take ``p``, a
 configuration's parameters with defaults filled in (:meth:`KernelSpec.resolve`), and make
 configurations as ``(params, local_size)`` pairs (:data:`Choice`); ``facts`` describe a device
 (:meth:`oclsci.runtime.facts.DeviceFacts.kernel_facts`): ``{"is_cpu", "cus" (compute units),
-"max_wg" (work-items per group), "local_mem" (bytes)}``. Adding a kernel:
-docs/architecture.md.
+"max_wg" (work-items per group), "local_mem" (bytes)}``. Adding one: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -25,17 +22,12 @@ from oclsci.errors import InputError
 Choice = tuple[dict, tuple[int, ...] | None]
 Launch = tuple[tuple[int, ...], tuple[int, ...] | None]
 BOTH, CPU, GPU = frozenset({"cpu", "gpu"}), frozenset({"cpu"}), frozenset({"gpu"})
-# The largest work-group side a configuration may name (a sanity bound on parsed caches).
-LOCAL_SIZE_LIMIT = 65536
+LOCAL_SIZE_LIMIT = 65536  # the largest work-group side a configuration may name (caches)
 
 
 def round_up(value: int, multiple: int) -> int:
     """Smallest multiple of ``multiple`` that is >= ``value``."""
     return -(-value // multiple) * multiple
-
-
-def _one_of(values: tuple) -> str:
-    return ", ".join(map(str, values[:-1])) + f" or {values[-1]}"
 
 
 @dataclass(frozen=True)
@@ -68,8 +60,8 @@ class Param:
     def problem(self, value: Any) -> str | None:
         """What is wrong with ``value`` for this parameter (type, bounds), or None."""
         if self.kind is bool:
-            return None if isinstance(value, (bool, np.bool_)) else \
-                f"{self.name} must be true or false"
+            ok = isinstance(value, (bool, np.bool_))
+            return None if ok else f"{self.name} must be true or false"
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
             return f"{self.name} must be an integer, got {value!r}"
         if value < self.low:
@@ -185,9 +177,8 @@ class KernelSpec:
 
 @dataclass(frozen=True)
 class KernelConfig:
-    """A kernel of :attr:`registry` with its parameters and work-group shape. Each workload
-    binds a subclass to its registry (:meth:`Registry.configures
-    <oclsci.kernelspec.registry.Registry.configures>`)."""
+    """A kernel of :attr:`registry` with its parameters and work-group shape (each workload
+    binds a subclass to its registry: ``Registry.configures``)."""
 
     name: str
     params: dict = field(default_factory=dict)
@@ -264,8 +255,8 @@ class KernelConfig:
             raise InputError(f"kernel {self.name!r}: bad work-group shape {self.local_size}")
         for param in spec.params:
             if param.choices and self.param(param.name) not in param.choices:
-                raise InputError(f"kernel {self.name!r}: {param.name} must be "
-                                 f"{_one_of(param.choices)}")
+                one_of = ", ".join(map(str, param.choices[:-1])) + f" or {param.choices[-1]}"
+                raise InputError(f"kernel {self.name!r}: {param.name} must be {one_of}")
         problem = spec.check(self.values()) if spec.check else None
         if problem:
             raise InputError(f"kernel {self.name!r}: {problem}")
