@@ -25,18 +25,19 @@
   ((((up + down) + left) + right) - b) * 0.25 exactly as NumPy does: bit-exact. Cells outside
   the interior keep their value.
   Global size (ceil((n + 1) / tile_w) * local_w, ceil(m / seg_h)), local size (local_w, 1).
+  The spec derives the geometry (rows_apart, halo, tile_w, slots, period, edge_groups) once
+  and passes it in with the parameters.
 </%doc>
 <%
     C, LW, T, SH, R, V, Q = cols, local_w, max_steps, seg_h, rows, edge_levels, prefetch
-    G = -(-T // V)                     # groups of V levels whose edges share one access
+    # The geometry, derived once by the spec (oclsci/jacobi/specs/streaming.py, geometry):
+    # G groups of V levels whose edges share one access; D rows between consecutive levels;
+    # S row slots per level (d + 1 + rows live, rounded up to a multiple of rows so that the
+    # slots' rotation repeats after P advances: the compiler keeps only the live ones); a
+    # left halo of L columns (a multiple of C >= T) and a tile of TW (a multiple of C, right
+    # halo >= T).
+    G, D, S, P, L, TW = edge_groups, rows_apart, slots, period, halo, tile_w
     et = "real_t" if V == 1 else f"{cl_type(dtype)}{V}"
-    D = R + skew - 1                   # rows between consecutive levels
-    # Row slots per level: d + 1 + rows are live; rounded up to a multiple of rows so that
-    # the slots' rotation repeats after P advances (the compiler keeps only the live ones).
-    S = R * -(-(D + 1 + R) // R)
-    P = S // R                         # advances before the slots' rotation repeats
-    L = C * -(-T // C)                 # left halo: a multiple of C >= T
-    TW = (LW * C - L - T) // C * C     # tile: a multiple of C, right halo >= T
     assert TW >= C, "strip too narrow for the halo"
     assert not rhs_in_regs or skew == 1, "B kept in registers needs skew 1"
     vt = "real_t" if C == 1 else f"{cl_type(dtype)}{C}"

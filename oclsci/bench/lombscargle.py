@@ -3,11 +3,11 @@
 Reference: ``scipy.signal.lombscargle`` (SciPy's own code, called on blocks of frequencies so
 that its ``samples x frequencies`` temporaries stay small; :func:`lombscargle_numpy` where
 SciPy is missing). Variants: each of the seed's tuning steps as an OpenCL kernel
-(:data:`oclsci.lombscargle.VARIANTS`) and the kept one with ``--fast-math``. Each variant's first
-call in this process (plan, build or disk-cache load, run) is given in its description; the
-first call in a fresh process, with the binary cache warm, in the notes. One "iteration" is
-the whole periodogram; the throughput counts sample-frequency pairs (one sine and one cosine
-each).
+(:data:`oclsci.lombscargle.kernels.VARIANTS`) and the kept one with ``--fast-math``. Each
+variant's first call in this process (plan, build or disk-cache load, run) is given in its
+description; the first call in a fresh process, with the binary cache warm, in the notes. One
+"iteration" is the whole periodogram; the throughput counts sample-frequency pairs (one sine
+and one cosine each).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class OpenclLombScargle:
             kept = auto_variant(compute, dtype)
             self.base = f"auto (here `{kept}`)"
         else:
-            config = VARIANTS[variant]
+            config = VARIANTS[variant].resolve({})
             width = config["vector_width"]
             self.base = (
                 f"{'explicit real_t literals' if config['typed'] else 'double literals'}, "
@@ -170,9 +170,10 @@ def registers(compute: Any, dtype: str, fast_math: bool) -> str | None:
         return None
     options = ("-cl-nv-verbose",) + (("-cl-fast-relaxed-math",) if fast_math else ())
     try:
-        program = programs.build_program(compute, "lombscargle", options, dtype=np.dtype(dtype),
+        spec = VARIANTS["stride"]
+        program = programs.build_program(compute, spec.template, options, dtype=np.dtype(dtype),
                                          native=fast_math, paired=True,
-                                         **VARIANTS["stride"])
+                                         **spec.template_params(spec.resolve({})))
         log = program.get_build_info(compute.device, cl.program_build_info.LOG)
     except (cl.Error, Exception):  # noqa: BLE001 - a note, never a failure
         return None

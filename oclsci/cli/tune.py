@@ -19,7 +19,7 @@ import numpy as np
 from oclsci.cli.options import device_option, dtype_option, quiet_option
 from oclsci.errors import InputError
 from oclsci.jacobi import kernels
-from oclsci.jacobi.tuning.cache import check_writable
+from oclsci.jacobi.tuning import check_writable
 from oclsci.jacobi.tuning.search import save_report, tune
 from oclsci.runtime.device import create_context
 

@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
+from oclsci.lombscargle.kernels import VARIANTS, auto_variant
 from oclsci.lombscargle.periodogram import (
     DEFAULT_VARIANT,
-    VARIANTS,
     Periodogram,
-    auto_variant,
     float32_bound,
     lombscargle,
 )

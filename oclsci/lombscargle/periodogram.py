@@ -23,33 +23,21 @@ import pyopencl as cl
 import pyopencl.array as cl_array
 
 from oclsci.arrays import check_dtype
-from oclsci.errors import InputError, Interrupted, OclsciWarning, UnknownNameError
+from oclsci.errors import InputError, Interrupted, OclsciWarning
+from oclsci.lombscargle.kernels import REGISTRY, auto_variant
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
 from oclsci.runtime.memory import check_memory
 from oclsci.runtime.signals import stop_exit_code
 from oclsci.runtime.timing import event_seconds
 
-# The seed's tuning steps as kernel configurations (docs/lombscargle.md); "auto" is the default.
-# vector_width 0: the device's preferred width (CPUs), at least 4 (float32) or 2 (float64).
-VARIANTS = {
-    "baseline": {"typed": False, "local_size": 0, "stride": False, "vector_width": 1},
-    "typed": {"typed": True, "local_size": 0, "stride": False, "vector_width": 1},
-    "bounded": {"typed": True, "local_size": 128, "stride": False, "vector_width": 1},
-    "stride": {"typed": True, "local_size": 128, "stride": True, "vector_width": 1},
-    "vector": {"typed": True, "local_size": 0, "stride": False, "vector_width": 0},
-}
-# "auto": see auto_variant (measured: docs/lombscargle.md).
+# "auto" (the default): the variants' registry chooses (oclsci.lombscargle.kernels).
 DEFAULT_VARIANT = "auto"
-# Work-groups per compute unit of the grid-stride kernel (the seed: 20 blocks per SM).
-GROUPS_PER_UNIT = 20
 # Device seconds of work per launch once the speed is known; the first launch does
 # PROBE_PAIRS sample-frequency pairs (or one frequency) to learn it.
 LAUNCH_SECONDS = 0.1
 PROBE_PAIRS = 2**20
 MAX_INT = 2**31 - 1
-# Work-group size of every launch (the seed's 128 threads per block).
-LOCAL_SIZE = 128
 
 
 def _host(array: Any, name: str) -> np.ndarray:
@@ -92,23 +80,6 @@ def resolve_dtype(dtype: Any, *arrays: Any) -> np.dtype:
     return check_dtype(dtype)
 
 
-def vector_width(compute: ComputeContext, dtype: np.dtype) -> int:
-    """Frequencies per work-item of the ``vector`` variant
-    (:meth:`oclsci.runtime.facts.DeviceFacts.vector_width`)."""
-    return compute.facts.vector_width(dtype)
-
-
-def auto_variant(compute: ComputeContext, dtype: Any) -> str:
-    """The variant "auto" means on ``compute``: "bounded" on CPUs that prefer scalars of
-    ``dtype`` (Intel's runtime, which vectorises across work-items itself and ran "vector"
-    1.7-2.6x slower), "vector" elsewhere (PoCL's vector sincos on CPUs; on an H100 the
-    fastest accurate variant, 27% and 7% less time than one frequency per work-item in
-    float32 and float64: docs/lombscargle.md)."""
-    if not compute.is_cpu:
-        return "vector"
-    return "bounded" if compute.facts.prefers_scalars(dtype) else "vector"
-
-
 def float32_bound(x: Any, freqs: Any, fast_math: bool = False) -> float:
     """Bound on ``max|p - p_scipy| / max(p_scipy)`` of a float32 (or fast-math) periodogram.
 
@@ -142,9 +113,9 @@ class PeriodogramTimings:
 class Periodogram:
     """Buffers and kernel of one problem; :meth:`run` computes every frequency.
 
-    ``variant``: "auto" or a key of :data:`VARIANTS`. ``paired_sincos=False`` calls sin() and
-    cos() instead of sincos() (for tools that cannot follow sincos's pointer, such as
-    Oclgrind; twice slower on PoCL).
+    ``variant``: "auto" or a variant of :data:`oclsci.lombscargle.kernels.VARIANTS`.
+    ``paired_sincos=False`` calls sin() and cos() instead of sincos() (for tools that cannot
+    follow sincos's pointer, such as Oclgrind; twice slower on PoCL).
     """
 
     def __init__(self, compute: ComputeContext, x: Any, y: Any, freqs: Any, *,
@@ -153,11 +124,9 @@ class Periodogram:
                  paired_sincos: bool = True):
         self.compute = compute
         self.dtype = compute.check_dtype(resolve_dtype(dtype, x, y, freqs))
-        if variant == "auto":
+        if REGISTRY.check_choice(variant) == "auto":
             variant = auto_variant(compute, self.dtype)
-        if variant not in VARIANTS:
-            raise UnknownNameError(f"unknown variant {variant!r}; choose auto, "
-                                   f"{', '.join(VARIANTS)}")
+        self.spec = REGISTRY.get(variant)
         self.normalize = resolve_normalize(normalize)
         xs, ys = _host(x, "x"), _host(y, "y")
         if xs.size != ys.size:
@@ -167,11 +136,12 @@ class Periodogram:
         self.n = int(xs.size)
         device_freqs = isinstance(freqs, cl_array.Array) and freqs.dtype == self.dtype \
             and freqs.ndim == 1 and freqs.flags.c_contiguous
-        config = dict(VARIANTS[variant])
+        config = self.spec.resolve({})
         if not compute.supports_fp64:
             config["typed"] = True  # the baseline's double literals need fp64
         if config["vector_width"] == 0:
-            config["vector_width"] = vector_width(compute, self.dtype)
+            config["vector_width"] = compute.facts.vector_width(self.dtype)
+        self.config = config
         self.vector_width = vw = config["vector_width"]
         self.f_count = int(freqs.size) if device_freqs else 0
         if not device_freqs:
@@ -214,28 +184,24 @@ class Periodogram:
         self.pgram = self._pgram_padded[:self.f_count]
         self.variant, self.fast_math = variant, bool(fast_math)
         options = ("-cl-fast-relaxed-math",) if fast_math else ()
-        self.kernel = programs.new_kernel(compute, "lombscargle", options=options,
+        self.kernel = programs.new_kernel(compute, self.spec.template, options=options,
                                           dtype=self.dtype, native=bool(fast_math),
-                                          paired=bool(paired_sincos), **config)
-        # Without reqd_work_group_size the launches still name a work-group size: left to
-        # PoCL, it changes with each launch's size, and each new size is a new compilation.
-        self.local_size = config["local_size"] or LOCAL_SIZE
-        self.stride = config["stride"]
-        self.work_items = GROUPS_PER_UNIT * compute.facts.compute_units * self.local_size
+                                          paired=bool(paired_sincos),
+                                          **self.spec.template_params(config))
         self.pairs_per_second: float | None = None
         self.timings = PeriodogramTimings(0.0, 0.0, 0)
 
     def enqueue(self, first: int = 0, count: int | None = None) -> Any:
         """Launch the kernel for frequencies ``first .. first + count`` without waiting."""
         count = self.f_count - first if count is None else count
-        local = self.local_size
-        items = -(-count // self.vector_width)
-        items = min(items, self.work_items) if self.stride else items
-        items = -(-items // local) * local
-        self.kernel.set_args(np.int32(self.n), np.int32(first), np.int32(count), self.x_buffer,
-                             self.y_buffer, self.freqs_buffer, self._pgram_padded.data,
-                             self.dtype.type(self.scale))
-        return cl.enqueue_nd_range_kernel(self.compute.queue, self.kernel, (items,), (local,))
+        spec = self.spec
+        global_size, local = spec.launch(self.config, None, count,
+                                         self.compute.facts.compute_units)
+        self.kernel.set_args(*spec.bind(
+            {"n": self.n, "first": first, "count": count, "x": self.x_buffer,
+             "y": self.y_buffer, "freqs": self.freqs_buffer, "pgram": self._pgram_padded.data,
+             "scale": self.scale}, self.dtype))
+        return cl.enqueue_nd_range_kernel(self.compute.queue, self.kernel, global_size, local)
 
     def _launch_count(self, first: int) -> int:
         left = self.f_count - first

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.lombscargle.periodogram import VARIANTS, float32_bound, lombscargle
+from oclsci.lombscargle.kernels import VARIANTS
+from oclsci.lombscargle.periodogram import float32_bound, lombscargle
 from oclsci.lombscargle.reference import lombscargle_numpy
 
 

@@ -24,6 +24,7 @@ import pyopencl as cl
 
 from oclsci.errors import ArgumentTypeError, Interrupted, InvalidArgumentError
 from oclsci.poisson.hierarchy import COARSEST_CELLS, Level
+from oclsci.poisson.kernels import KERNEL_PREFIX, REGISTRY, TEMPLATE
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.launch import Launch
@@ -31,14 +32,11 @@ from oclsci.runtime.pacing import Pacer
 from oclsci.runtime.reduction import GroupReduction
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
 
-TEMPLATE = "poisson/multigrid"
-KERNEL_PREFIX = "poisson_multigrid_"  # + the operation: the template's kernels' names
 SMOOTHERS = ("rbgs", "jacobi")
 CYCLES = ("V", "F")
 # Weighted Jacobi's damping: 4/5 smooths the 2-D Laplacian's upper half of frequencies best.
 JACOBI_WEIGHT = 0.8
-# Work-group shapes of the 2-D kernels (columns, rows) and of the dot product.
-GPU_LOCAL, CPU_LOCAL = (32, 4), (64, 1)
+# Work-group size of the dot product (the other kernels': oclsci.poisson.kernels).
 GPU_DOT_GROUP, CPU_DOT_GROUP = 256, 16
 GROUPS_PER_UNIT = 8
 # Under MPI, grids of this many cells or more poll (collectively) twice a cycle, so that a stop
@@ -105,10 +103,6 @@ class _StopPoll:
             raise stopped(answer, "during a cycle")
 
 
-def _round_up(value: int, multiple: int) -> int:
-    return -(-value // multiple) * multiple
-
-
 def check_cycle(cycle: str, pre: int, post: int, smoother: str) -> None:
     """Refuse a cycle that :class:`Multigrid` cannot run, with a one-line
     :class:`~oclsci.errors.InvalidArgumentError` (a bad value) or
@@ -149,7 +143,7 @@ class Multigrid:
         self.layout = [halo.rows(index) if halo is not None else (0, level.shape[0])
                        for index, level in enumerate(levels[:self.depth])]
         self.acc_dtype = np.dtype(np.float64 if compute.supports_fp64 else np.float32)
-        self.local = CPU_LOCAL if compute.is_cpu else GPU_LOCAL
+        self.device_kind = "cpu" if compute.is_cpu else "gpu"
         self.dot_group = CPU_DOT_GROUP if compute.is_cpu else GPU_DOT_GROUP
         self._params = dict(dtype=self.dtype, acc_dtype=self.acc_dtype,
                             group_size=self.dot_group, chunked=compute.is_cpu,
@@ -269,31 +263,30 @@ class Multigrid:
                 else (min(wanted[0], programs.kernel_work_group_size(self.compute, kernel)),)
         return self._local_sizes[name]
 
-    def _grid(self, name: str, m: int, n: int, *args: Any, half: bool = False) -> Any:
-        local = self._local_size(name, self.local)
-        width = -(-n // 2) if half else n
-        return self._launch(name, (_round_up(max(width, 1), local[0]),
-                                   _round_up(max(m, 1), local[1])), local, *args)
+    def _run(self, name: str, *sizes: int, **arguments: Any) -> Any:
+        """Launch kernel ``name`` over a problem of ``sizes``, its arguments bound by name and
+        its work-group and launch shape from its spec (:mod:`oclsci.poisson.kernels`)."""
+        spec = REGISTRY.get(name)
+        local = self._local_size(name, spec.local_sizes[self.device_kind])
+        global_size, local = spec.launch({}, local, *sizes)
+        return self._launch(name, global_size, local, *spec.bind(arguments, self.dtype))
 
-    def _flat(self, name: str, count: int, *args: Any) -> Any:
-        local = self._local_size(name, (64 if self.compute.is_cpu else 256,))
-        return self._launch(name, (_round_up(max(count, 1), local[0]),), local, *args)
-
-    def _shape(self, index: int) -> tuple:
-        """The kernels' (m, n, row0, mg) arguments of level ``index``."""
+    def _shape(self, index: int) -> dict:
+        """The kernels' ``m, n, row0, mg`` arguments of level ``index``: its rows here, its
+        columns, its first row here and its rows in all."""
         row0, rows = self.layout[index]
         mg, n = self.levels[index].shape
-        return np.int32(rows), np.int32(n), np.int32(row0), np.int32(mg)
+        return {"m": rows, "n": n, "row0": row0, "mg": mg}
 
     def zero(self, buffer: Any, index: int = 0) -> None:
         """Set a buffer of level ``index`` to zero, ghost rows included."""
         count = self.size(index)
-        self._flat("zero", count, buffer, np.uint64(count))
+        self._run("zero", count, u=buffer, count=count)
 
     def axpby(self, z: Any, alpha: float, x: Any, beta: float, y: Any) -> None:
         """``z = alpha x + beta y`` on finest-level buffers."""
-        real, count = self.dtype.type, self.size(0)
-        self._flat("axpby", count, z, real(alpha), x, real(beta), y, np.uint64(count))
+        count = self.size(0)
+        self._run("axpby", count, z=z, alpha=alpha, x=x, beta=beta, y=y, count=count)
 
     def dot(self, a: Any, b: Any) -> float:
         """``sum(a * b)`` over the finest level's rows (every rank's), summed in float64 where
@@ -310,38 +303,37 @@ class Multigrid:
         """``r = f - L u`` on level ``index``."""
         data, shape = self._data[index], self._shape(index)
         self._exchange(u, index)
-        self._grid("residual", int(shape[0]), int(shape[1]), r, u, f, data["rows"],
-                   data["cols"], *shape)
+        self._run("residual", shape["m"], shape["n"], r=r, u=u, f=f, rows=data["rows"],
+                  cols=data["cols"], **shape)
 
     def apply(self, out: Any, u: Any) -> None:
         """``out = L u`` on the finest level."""
         data, shape = self._data[0], self._shape(0)
         self._exchange(u, 0)
-        self._grid("apply", int(shape[0]), int(shape[1]), out, u, data["rows"],
-                   data["cols"], *shape)
+        self._run("apply", shape["m"], shape["n"], out=out, u=u, rows=data["rows"],
+                  cols=data["cols"], **shape)
 
     def smooth(self, u: Any, f: Any, index: int, sweeps: int) -> None:
         """``sweeps`` smoothing sweeps of ``u`` on level ``index`` (weighted Jacobi goes
         through the level's scratch buffer and back)."""
         data, shape = self._data[index], self._shape(index)
-        m, n = int(shape[0]), int(shape[1])
-        coefficients = (data["rows"], data["cols"])
+        m, n = shape["m"], shape["n"]
+        level = dict(shape, rows=data["rows"], cols=data["cols"])
         for sweep in range(sweeps):
             if sweep and index == 0 and self.halo is None:
                 self._host_step(self._stop_poll)
             if self.smoother == "rbgs":
                 for colour in (0, 1):
                     self._exchange(u, index)
-                    self._grid("smooth_rb", m, n, u, f, *coefficients, *shape,
-                               np.int32(colour), half=True)
+                    self._run("smooth_rb", m, n, u=u, f=f, colour=colour, **level)
             else:
                 scratch = data["r"]
                 self._exchange(u, index)
-                self._grid("smooth_jacobi", m, n, scratch, u, f, *coefficients, *shape,
-                           self.dtype.type(JACOBI_WEIGHT))
+                self._run("smooth_jacobi", m, n, u_out=scratch, u_in=u, f=f,
+                          weight=JACOBI_WEIGHT, **level)
                 count = self.size(index)
-                self._flat("axpby", count, u, self.dtype.type(1), scratch,
-                           self.dtype.type(0), scratch, np.uint64(count))
+                self._run("axpby", count, z=u, alpha=1, x=scratch, beta=0, y=scratch,
+                          count=count)
 
     # -- the cycle ---------------------------------------------------------------------------
 
@@ -370,29 +362,30 @@ class Multigrid:
             return
         if index == len(self.levels) - 1:
             m, n = level.shape
-            group = self._local_size("coarse_solve", (COARSEST_CELLS,))
-            self._launch("coarse_solve", group, group, u, f, data["rows"],
-                         data["cols"], np.int32(m), np.int32(n), np.int32(self.coarse_sweeps))
+            self._run("coarse_solve", u=u, f=f, rows=data["rows"], cols=data["cols"], m=m, n=n,
+                      sweeps=self.coarse_sweeps)
             return
         self.smooth(u, f, index, self.pre)
         if index == 0:
             self._host_step(self._stop_poll)
         self.residual(data["r"], u, f, index)
         self._exchange(data["r"], index)
-        below, (mc, nc, row0c, _) = self._data[index + 1], self._shape(index + 1)
-        m, n, row0, mg = self._shape(index)
-        self._grid("restrict", int(mc), int(nc), below["f"], data["r"],
-                   below["row_restrict"], below["col_restrict"], mc, nc, row0c, n, row0, mg,
-                   np.int32(below["row_step"]), np.int32(below["col_step"]))
+        below, coarse, fine = self._data[index + 1], self._shape(index + 1), self._shape(index)
+        mc, nc, row0c = coarse["m"], coarse["n"], coarse["row0"]
+        m, n, row0 = fine["m"], fine["n"], fine["row0"]
+        self._run("restrict", mc, nc, coarse=below["f"], r=data["r"],
+                  row_weights=below["row_restrict"], col_weights=below["col_restrict"], mc=mc,
+                  nc=nc, row0c=row0c, n=n, row0f=row0, mf=fine["mg"],
+                  row_step=below["row_step"], col_step=below["col_step"])
         self.zero(below["u"], index + 1)
         self._record(below["u"], below["f"], index + 1, kind)
         if kind == "F":
             self._record(below["u"], below["f"], index + 1, "V")
         self._exchange(below["u"], index + 1)
-        mcg = np.int32(self.levels[index + 1].shape[0])
-        self._grid("interpolate_add", int(m), int(n), u, below["u"], below["row_lower"],
-                   below["row_interp"], below["col_lower"], below["col_interp"], m, n, row0,
-                   nc, row0c, mcg)
+        self._run("interpolate_add", m, n, u=u, e=below["u"], row_lower=below["row_lower"],
+                  row_weights=below["row_interp"], col_lower=below["col_lower"],
+                  col_weights=below["col_interp"], m=m, n=n, row0f=row0, nc=nc, row0c=row0c,
+                  mc=coarse["mg"])
         if index == 0:
             self._host_step(self._stop_poll)
         self.smooth(u, f, index, self.post)

@@ -17,8 +17,8 @@ from oclsci.jacobi.kernels import KERNELS
 from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import KernelConfig, choose_config, default_config
-from oclsci.jacobi.tuning import cache as tuning_cache
 from oclsci.jacobi.tuning.search import candidates, predict_seconds_per_step, save_report, tune
+from oclsci.kernelspec import registry as tuning_cache
 
 
 @pytest.fixture
@@ -429,7 +429,7 @@ class FakeClock:
 
 
 def test_search_budget_keeps_time_for_the_finalists():
-    from oclsci.jacobi.tuning.search import FINAL_SHARE, SearchBudget
+    from oclsci.kernelspec.search import FINAL_SHARE, SearchBudget
 
     clock = FakeClock()
     budget = SearchBudget(10.0, clock)

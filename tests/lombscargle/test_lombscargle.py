@@ -125,6 +125,30 @@ def test_auto_variant_follows_the_preferred_vector_width(is_cpu, float_width, do
     assert set(expected) <= set(VARIANTS)
 
 
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_variant_spec_describes_its_template(variant):
+    """The arguments Periodogram binds by name are the template's, in its order and kinds."""
+    import re
+
+    from oclsci.runtime import programs
+
+    spec = VARIANTS[variant]
+    source = programs.render(spec.template, **spec.template_params(spec.resolve({})),
+                             dtype=np.float32, native=False, paired=True)
+    found = re.search(rf"void\s+{spec.kernel_name}\s*\(([^)]*)\)", source)
+    kinds = {"int": "int", "real_t": "real"}
+    signature = [(re.search(r"(\w+)\s*$", text).group(1),
+                  "buffer" if "*" in text else kinds[text.split()[-2]])
+                 for text in found.group(1).split(",")]
+    assert signature == [(a.name, a.kind) for a in spec.arguments]
+
+
+def test_unknown_variant_is_one_input_error(any_compute):
+    with pytest.raises(InputError, match="unknown variant 'fast'; choose auto or one of "
+                                         "baseline, typed"):
+        Periodogram(any_compute, [1.0, 2.0], [1.0, 0.0], [1.0], variant="fast")
+
+
 def test_repeated_times_constant_y_and_zero_frequency(any_compute):
     if not any_compute.supports_fp64:
         pytest.skip("device without fp64")

@@ -18,6 +18,7 @@ from oclsci.jacobi.picture import builtin_picture
 from oclsci.jacobi.reference import laplacian
 from oclsci.poisson import PoissonSolver, solve, solve_numpy
 from oclsci.poisson.hierarchy import Axis, Transfer, build_levels
+from oclsci.poisson.kernels import KERNELS as POISSON_KERNELS
 from oclsci.poisson.reference import cycle
 from oclsci.poisson.solve import check_options
 
@@ -493,3 +494,23 @@ def test_summary_history_elides_the_middle_of_a_long_run():
     words = history_line(long).split()
     assert words[0] == "1.00e+00" and float(words[-1]) == pytest.approx(long[-1], rel=1e-2)
     assert f"({101 - HISTORY_SHOWN} more)" in history_line(long)
+
+
+@pytest.mark.parametrize("name", list(POISSON_KERNELS))
+def test_kernel_spec_describes_its_template(name):
+    """The arguments Multigrid binds by name are the template's, in its order and kinds."""
+    import re
+
+    from oclsci.poisson.hierarchy import COARSEST_CELLS
+    from oclsci.runtime import programs
+
+    spec = POISSON_KERNELS[name]
+    source = programs.render(spec.template, dtype=np.float32, acc_dtype=np.float64,
+                             group_size=64, chunked=False, coarse_cells=COARSEST_CELLS)
+    found = re.search(rf"void\s+{spec.kernel_name}\s*\(([^)]*)\)", source)
+    kinds = {"int": "int", "real_t": "real", "ulong": "ulong"}
+    signature = [(re.search(r"(\w+)\s*$", text).group(1),
+                  "buffer" if "*" in text else kinds[text.split()[-2]])
+                 for text in found.group(1).split(",")]
+    assert signature == [(a.name, a.kind) for a in spec.arguments]
+    assert set(spec.local_sizes) == {"cpu", "gpu"}

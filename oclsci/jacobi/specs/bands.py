@@ -14,17 +14,14 @@ from typing import Any
 import numpy as np
 
 from oclsci.jacobi.specs import (
-    CPU,
     CPU_CACHE_PER_CU,
     CPU_LAUNCH,
     GRID_ARGUMENTS,
     STEPS,
-    Argument,
-    KernelSpec,
-    Param,
+    JacobiSpec,
     cpu_stream_rate,
-    round_up,
 )
+from oclsci.kernelspec import CPU, Argument, Param, round_up
 
 PARAMS = (
     Param("band_h", high=2**24, test_values=range(1, 25)),
@@ -110,8 +107,9 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     return CPU_LAUNCH / k + m * n * halo * waves / rate
 
 
-SPEC = KernelSpec(
-    name="bands", summary="bands of rows, several steps per launch, for CPUs",
+SPEC = JacobiSpec(
+    name="bands", template="jacobi/bands",
+    summary="bands of rows, several steps per launch, for CPUs",
     params=PARAMS, arguments=ARGUMENTS, launch=launch, defaults=defaults,
     cost=cost, steps_param="max_steps", work_group=lambda p: (1,), scratch=layout,
     candidates=candidates, suits=CPU, auto_on=CPU, tuned_on=CPU,

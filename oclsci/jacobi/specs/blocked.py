@@ -14,10 +14,10 @@ from oclsci.jacobi.specs import (
     GPU_LAUNCH_HOST,
     GRID_ARGUMENTS,
     STEPS,
-    KernelSpec,
-    Param,
+    JacobiSpec,
     streaming_cost,
 )
+from oclsci.kernelspec import Param
 
 SMALL = (1, 2, 4, 8, 16, 32)
 PARAMS = (
@@ -93,8 +93,9 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     return max(GPU_LAUNCH_HOST, GPU_LAUNCH + k * step) / k
 
 
-SPEC = KernelSpec(
-    name="blocked", summary="tiles in local memory, several steps per launch",
+SPEC = JacobiSpec(
+    name="blocked", template="jacobi/blocked",
+    summary="tiles in local memory, several steps per launch",
     params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
     defaults=defaults, cost=cost, steps_param="halo_width",
     work_group=lambda p: (p["local_w"], p["local_h"]), local_mem=local_mem,

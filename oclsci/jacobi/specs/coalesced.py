@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.jacobi.specs import BOTH, GRID_ARGUMENTS, KernelSpec, Param, round_up, streaming_cost
+from oclsci.jacobi.specs import GRID_ARGUMENTS, JacobiSpec, streaming_cost
+from oclsci.kernelspec import BOTH, Param, round_up
 
 PARAMS = (
     Param("rows_per_item", default=1, high=64, test_values=range(1, 10)),
@@ -60,8 +61,9 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     return streaming_cost(shape[0] * shape[1], itemsize, facts, gpu_penalty=penalty)
 
 
-SPEC = KernelSpec(
-    name="coalesced", summary="one step per launch, several rows per work-item",
+SPEC = JacobiSpec(
+    name="coalesced", template="jacobi/coalesced",
+    summary="one step per launch, several rows per work-item",
     params=PARAMS,
     arguments=GRID_ARGUMENTS, launch=launch, defaults=defaults, cost=cost,
     candidates=candidates, tuned_on=BOTH,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from oclsci.jacobi.specs import GRID_ARGUMENTS, KernelSpec, round_up, streaming_cost
+from oclsci.jacobi.specs import GRID_ARGUMENTS, JacobiSpec, streaming_cost
+from oclsci.kernelspec import round_up
 
 
 def launch(p: Mapping, local_size: Any, m: int, n: int):
@@ -26,8 +27,9 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     return streaming_cost(shape[0] * shape[1], itemsize, facts, cpu_passes=2, gpu_penalty=4.0)
 
 
-SPEC = KernelSpec(
-    name="seed", summary="the talk's kernel, one step per launch",
+SPEC = JacobiSpec(
+    name="seed", template="jacobi/seed",
+    summary="the talk's kernel, one step per launch",
     params=(), arguments=GRID_ARGUMENTS,
     launch=launch, defaults=defaults, cost=cost,
     examples=(({}, None),),

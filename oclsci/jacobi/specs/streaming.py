@@ -16,17 +16,15 @@ from typing import Any
 import numpy as np
 
 from oclsci.jacobi.specs import (
-    GPU,
     GPU_BANDWIDTH,
     GPU_LAUNCH,
     GPU_LAUNCH_HOST,
     GRID_ARGUMENTS,
     STEPS,
-    KernelSpec,
-    Param,
-    round_up,
+    JacobiSpec,
     streaming_cost,
 )
+from oclsci.kernelspec import GPU, Param, round_up
 
 PARAMS = (
     Param("cols", default=2, choices=(1, 2, 4)),
@@ -75,6 +73,18 @@ def halos(p: Mapping) -> tuple[int, int]:
     cols, steps = p["cols"], p["max_steps"]
     left = cols * -(-steps // cols)
     return left, (p["local_w"] * cols - left - steps) // cols * cols
+
+
+def geometry(p: Mapping) -> dict:
+    """What the template derives from the parameters: the levels' row spacing
+    (:func:`rows_apart`), the halo and tile (:func:`halos`), the row slots per level
+    (``rows_apart + 1 + rows`` live, rounded up to a multiple of ``rows``), the advances
+    before the slots' rotation repeats, and the groups of ``edge_levels`` levels."""
+    left, tile_w = halos(p)
+    rows = p["rows"]
+    slots = rows * -(-(rows_apart(p) + 1 + rows) // rows)
+    return {"rows_apart": rows_apart(p), "halo": left, "tile_w": tile_w, "slots": slots,
+            "period": slots // rows, "edge_groups": -(-p["max_steps"] // p["edge_levels"])}
 
 
 def check(p: Mapping) -> str | None:
@@ -223,11 +233,13 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     return max(GPU_LAUNCH_HOST, GPU_LAUNCH + launch_seconds + traffic) / k
 
 
-SPEC = KernelSpec(
-    name="streaming", summary="temporal blocking streamed down the grid, for large grids on GPUs",
+SPEC = JacobiSpec(
+    name="streaming", template="jacobi/streaming",
+    summary="temporal blocking streamed down the grid, for large grids on GPUs",
     params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
     defaults=defaults, cost=cost, steps_param="max_steps",
     work_group=lambda p: (p["local_w"], 1), local_mem=local_mem, check=check,
+    derived=geometry,
     candidates=candidates, suits=GPU, auto_on=GPU, auto_min_cells=AUTO_MIN_CELLS, tuned_on=GPU,
     tile=lambda p: (p["seg_h"], halos(p)[1]),
     work_per_item=lambda p, shape, items: p["cols"] * (min(p["seg_h"], shape[0])

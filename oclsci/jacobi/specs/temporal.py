@@ -14,16 +14,15 @@ from typing import Any
 import numpy as np
 
 from oclsci.jacobi.specs import (
-    GPU,
     GPU_BANDWIDTH,
     GPU_LAUNCH,
     GPU_LAUNCH_HOST,
     GRID_ARGUMENTS,
     STEPS,
-    KernelSpec,
-    Param,
+    JacobiSpec,
     streaming_cost,
 )
+from oclsci.kernelspec import GPU, Param
 
 SMALL = (1, 2, 4, 8, 16, 32)
 PARAMS = (
@@ -139,8 +138,9 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     return max(GPU_LAUNCH_HOST, GPU_LAUNCH + k * step + traffic) / k
 
 
-SPEC = KernelSpec(
-    name="temporal", summary="temporal blocking in registers, for GPUs",
+SPEC = JacobiSpec(
+    name="temporal", template="jacobi/temporal",
+    summary="temporal blocking in registers, for GPUs",
     params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
     defaults=defaults, cost=cost, steps_param="max_steps",
     work_group=lambda p: (p["local_w"], p["local_h"]), local_mem=local_mem, check=check,
