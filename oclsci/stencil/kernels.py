@@ -45,9 +45,12 @@ def choices_help() -> str:
 
 def auto_kernel(facts: Mapping, geo: Geometry) -> str:
     """The kernel ``auto`` means: on GPUs streaming for 3-D and large 2-D grids, tiles in
-    local memory for smaller 2-D ones; on CPUs streaming (PoCL: the fastest of the three on
-    benchmarks/stencil_cpu.py's grids)."""
-    if facts["is_cpu"] or geo.dims == 3 or geo.cells >= STREAM_MIN_CELLS_2D:
+    local memory for smaller 2-D ones; on CPUs the one-step kernel (on PoCL it was 1.4x
+    faster than ``tiled`` and 1.8x than ``stream`` in 2-D, 2.7x and 4.5x in 3-D:
+    benchmarks/stencil_cpu.py; PoCL pays for every barrier)."""
+    if facts["is_cpu"]:
+        return "step"
+    if geo.dims == 3 or geo.cells >= STREAM_MIN_CELLS_2D:
         return "stream"
     return "tiled"
 
@@ -82,18 +85,26 @@ class StencilConfig:
         return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params.items())})"
 
 
+def spec_param_default(spec: StencilKernelSpec, key: str):
+    """The default of ``spec``'s parameter ``key`` (None: it has none)."""
+    return next((param.default for param in spec.params if param.name == key), None)
+
+
 def configurations(facts: Mapping, kernel: str, geo: Geometry,
                    params: Mapping | None = None) -> list[StencilConfig]:
     """The configurations to try, best first, for ``kernel`` (a name or ``auto``) on a device
-    with ``facts``: ``params`` over the first default that fits (refused in one line if they
-    cannot run), or the kernel's defaults that fit the device; ``auto`` ends with ``step``,
-    which always fits."""
+    with ``facts``: ``params``, those not given at their own defaults or else at the first
+    device default's values (refused in one line if they cannot run), or else the kernel's
+    defaults that fit the device; ``auto`` ends with ``step``, which always fits."""
     name = auto_kernel(facts, geo) if check_choice(kernel) == "auto" else kernel
     spec = get(name)
     fitting = [p for p in map(spec.resolve, spec.defaults(facts, geo))
                if spec.problem(p, geo, facts) is None]
     if params:
-        chosen = spec.resolve({**(fitting[0] if fitting else {}), **params})
+        # Parameters not given take their own default, else the device default's value.
+        base = {key: value for key, value in (fitting[0] if fitting else {}).items()
+                if spec_param_default(spec, key) is None}
+        chosen = spec.resolve({**base, **params})
         why = spec.problem(chosen, geo, facts)
         if why:
             described = StencilConfig(name, chosen).describe()

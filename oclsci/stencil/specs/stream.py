@@ -14,7 +14,7 @@ import itertools
 import math
 from collections.abc import Mapping
 
-from oclsci.stencil.specs import BOTH, Geometry, Param, StencilKernelSpec, blocked_steps
+from oclsci.stencil.specs import GPU, Geometry, Param, StencilKernelSpec, blocked_steps
 
 PARAMS = (
     Param("local_w", high=1024), Param("local_h", default=1, high=1024),
@@ -70,11 +70,11 @@ def launch(p: Mapping, geo: Geometry):
 # Work-group and cells (local_w, local_h, cells_x, cells_y), best first, and the segment.
 SHAPES = {
     (2, "gpu"): [(256, 1, 1, 1), (128, 1, 1, 1), (64, 1, 1, 1), (32, 1, 1, 1)],
-    (2, "cpu"): [(64, 1, 16, 1), (64, 1, 4, 1)],
+    (2, "cpu"): [(256, 1, 1, 1), (64, 1, 1, 1)],
     (3, "gpu"): [(32, 8, 1, 4), (32, 8, 1, 2), (32, 4, 1, 2), (16, 4, 1, 2)],
-    (3, "cpu"): [(32, 4, 2, 16), (32, 4, 1, 8)],
+    (3, "cpu"): [(64, 16, 1, 1), (32, 8, 1, 1)],
 }
-SEGMENT = {(2, "gpu"): 256, (2, "cpu"): 1024, (3, "gpu"): 128, (3, "cpu"): 1024}
+SEGMENT = {(2, "gpu"): 256, (2, "cpu"): 2048, (3, "gpu"): 128, (3, "cpu"): 256}
 
 
 def fit_steps(p: dict, geo: Geometry, budget: int, most: int) -> dict:
@@ -135,6 +135,6 @@ def cost(p: Mapping, geo: Geometry, facts: Mapping) -> float:
 SPEC = StencilKernelSpec(
     name="stream", summary="2.5-D temporal blocking streamed along the slowest axis",
     params=PARAMS, launch=launch, defaults=defaults, steps_param="max_steps",
-    local_mem=local_mem, check=check, candidates=candidates, cost=cost, runtime=("seg",), arguments=("seg",),
-    suits=BOTH,
+    local_mem=local_mem, check=check, candidates=candidates, cost=cost, runtime=("seg",),
+    arguments=("seg",), suits=GPU,
 )
