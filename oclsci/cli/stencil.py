@@ -8,13 +8,15 @@ import time
 
 import click
 
+from oclsci.arrays import check_finite
 from oclsci.cli.options import device_option, dtype_option, quiet_option
 from oclsci.cli.progress import optional_progress, progress_every_option, progress_maker
 from oclsci.errors import InputError
 from oclsci.io import check_output_path, existing_file, read_npy, write_npy
 from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import StopFlag
-from oclsci.stencil import Stencil
+from oclsci.stencil import Stencil, StencilSolver, run_steps
+from oclsci.stencil import kernels as stencil_kernels
 
 
 def split_pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
@@ -29,6 +31,17 @@ def split_pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
             raise InputError(f"{option} {name} given twice")
         found[name] = value
     return found
+
+
+def parse_kernel_params(pairs: tuple[str, ...]) -> dict[str, int]:
+    """``--kernel-param max_steps=4`` values as integers."""
+    params = {}
+    for name, text in split_pairs(pairs, "--kernel-param").items():
+        try:
+            params[name] = int(text)
+        except ValueError:
+            raise InputError(f"--kernel-param {name} takes an integer, got {text!r}") from None
+    return params
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
@@ -57,18 +70,26 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
               help="The previous time level at the start, for u.prev (default: INPUT).")
 @click.option("--boundary", type=float, default=0.0, show_default=True,
               help="The value of u beyond the grid (fields read zero there).")
+@click.option("--kernel", default="auto", show_default=True,
+              help=stencil_kernels.choices_help())
+@click.option("--kernel-param", "kernel_pairs", multiple=True, metavar="NAME=VALUE",
+              help="A parameter of the kernel (e.g. max_steps=4; repeat for several; "
+                   "docs/stencil.md lists them).")
 @dtype_option
 @device_option
 @progress_every_option
 @quiet_option
 def stencil_command(expression: str, input_path: str, steps: int, output: str,
                     field_pairs: tuple[str, ...], param_pairs: tuple[str, ...],
-                    prev_path: str | None, boundary: float, dtype: str, device: str | None,
+                    prev_path: str | None, boundary: float, kernel: str,
+                    kernel_pairs: tuple[str, ...], dtype: str, device: str | None,
                     progress_every: float, quiet: bool) -> None:
     """Run EXPR, an update of the field u written as a Python expression
     (e.g. 'u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)'), STEPS times on
     INPUT.npy; the result equals the NumPy reference bit for bit (docs/stencil.md)."""
     params = parse_params(param_pairs)
+    kernel_params = parse_kernel_params(kernel_pairs) or None
+    stencil_kernels.check_param_names(kernel, kernel_params or {})
     field_paths = split_pairs(field_pairs, "--field")
     stencil = Stencil(expression, params=params, fields=list(field_paths), boundary=boundary)
     inputs = {"input": input_path, "prev": prev_path, **field_paths}
@@ -81,10 +102,10 @@ def stencil_command(expression: str, input_path: str, steps: int, output: str,
     with StopFlag(raising=True) as stop:
         compute = create_context(device, quiet=quiet)
         maker = progress_maker(quiet, progress_every, "stencil")
+        solver = StencilSolver(compute, problem, kernel=kernel, kernel_params=kernel_params)
         with optional_progress(maker, problem.steps) as progress:
-            result = stencil.run(problem.u0, problem.steps, fields=problem.fields,
-                                 prev=problem.prev0, dtype=problem.dtype, device=compute,
-                                 progress=progress, should_stop=stop)
+            run_steps(solver, problem.steps, progress=progress, should_stop=stop)
+            result = check_finite(solver.read())
         stop.work_done()
         write_npy(output, result)
     if quiet:
@@ -95,4 +116,5 @@ def stencil_command(expression: str, input_path: str, steps: int, output: str,
     click.echo(f"stencil: {stencil.expression.describe()}; "
                f"{'x'.join(map(str, result.shape))} {problem.dtype.name}, {problem.steps} "
                f"steps on {compute.spec} {compute.name} in {seconds:.3f} s wall{rate}")
+    click.echo(f"  kernel {solver.config.describe()}")
     click.echo(f"  wrote {output}")

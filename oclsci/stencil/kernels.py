@@ -37,6 +37,17 @@ def check_choice(name: str) -> str:
     return name
 
 
+def check_param_names(kernel: str, params: Mapping) -> None:
+    """Refuse (before any device is chosen) parameter names that ``kernel`` does not take
+    (with ``auto``: that no kernel takes)."""
+    specs = KERNELS.values() if check_choice(kernel) == "auto" else [get(kernel)]
+    known = {param.name for spec in specs for param in spec.params}
+    for name in params:
+        if name not in known:
+            raise InvalidArgumentError(f"kernel {kernel!r} has no parameter {name!r}; it "
+                                       f"takes {', '.join(sorted(known)) or 'none'}")
+
+
 def choices_help() -> str:
     """``--kernel``'s help: ``auto`` and every kernel with its summary."""
     named = ", ".join(f"{name} ({spec.summary})" for name, spec in KERNELS.items())

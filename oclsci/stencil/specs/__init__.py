@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from oclsci.errors import InputError
+from oclsci.errors import InvalidArgumentError
 from oclsci.jacobi.specs import Param
 
 __all__ = ["BOTH", "CPU", "GPU", "Geometry", "Param", "StencilKernelSpec", "blocked_steps"]
@@ -93,18 +93,19 @@ class StencilKernelSpec:
         known = {param.name: param for param in self.params}
         unknown = sorted(set(params) - set(known))
         if unknown:
-            raise InputError(f"kernel {self.name!r} has no parameter {unknown[0]!r}; it takes "
-                             f"{', '.join(known) or 'none'}")
+            raise InvalidArgumentError(f"kernel {self.name!r} has no parameter "
+                                       f"{unknown[0]!r}; it takes "
+                                       f"{', '.join(known) or 'none'}")
         values = {}
         for param in self.params:
             value = params.get(param.name, param.default)
             if value is None:
-                raise InputError(f"kernel {self.name!r} needs parameter {param.name!r}")
+                raise InvalidArgumentError(f"kernel {self.name!r} needs parameter {param.name!r}")
             if isinstance(value, bool) or not isinstance(value, int) or value < param.low or \
                     (param.high is not None and value > param.high) or \
                     (param.choices and value not in param.choices):
-                raise InputError(f"kernel {self.name!r}: {param.name}={value!r} is out of "
-                                 "range")
+                raise InvalidArgumentError(f"kernel {self.name!r}: {param.name}={value!r} is "
+                                           "out of range")
             values[param.name] = value
         return values
 
