@@ -74,7 +74,10 @@ SHAPES = {
     (3, "gpu"): [(32, 8, 1, 4), (32, 8, 1, 2), (32, 4, 1, 2), (16, 4, 1, 2)],
     (3, "cpu"): [(64, 16, 1, 1), (32, 8, 1, 1)],
 }
-SEGMENT = {(2, "gpu"): 256, (2, "cpu"): 2048, (3, "gpu"): 128, (3, "cpu"): 256}
+SEGMENT = {(2, "gpu"): 256, (2, "cpu"): 256, (3, "gpu"): 128, (3, "cpu"): 256}
+# Steps per launch at most: on CPUs few (PoCL: 4 steps in 2-D ran 5x faster than 8, and one
+# in 3-D 2x faster than two on benchmarks/stencil_cpu.py's grids).
+MOST_STEPS = {(2, "gpu"): 8, (2, "cpu"): 4, (3, "gpu"): 4, (3, "cpu"): 1}
 
 
 def fit_steps(p: dict, geo: Geometry, budget: int, most: int) -> dict:
@@ -88,12 +91,13 @@ def fit_steps(p: dict, geo: Geometry, budget: int, most: int) -> dict:
 
 def defaults(facts: Mapping, geo: Geometry) -> list[dict]:
     """Spans of :data:`SHAPES` for the device kind, segments of :data:`SEGMENT` planes
-    (at most the grid's), the most steps that fit (:func:`fit_steps`; 8 in 2-D, 4 in 3-D)."""
+    (at most the grid's), the most steps that fit (:func:`fit_steps`, up to
+    :data:`MOST_STEPS`)."""
     kind = "cpu" if facts["is_cpu"] else "gpu"
     budget = facts["local_mem"] if facts["is_cpu"] else min(facts["local_mem"], LOCAL_BUDGET)
     seg = min(SEGMENT[(geo.dims, kind)], geo.shape[0])
     return [fit_steps(dict(zip(KEYS, values, strict=True), seg=seg), geo, budget,
-                      8 if geo.dims == 2 else 4)
+                      MOST_STEPS[(geo.dims, kind)])
             for values in SHAPES[(geo.dims, kind)]]
 
 
