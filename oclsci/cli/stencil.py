@@ -19,6 +19,7 @@ from oclsci.cli.options import (
     quiet_option,
 )
 from oclsci.errors import InputError
+from oclsci.stencil import kernels as stencil_kernels
 from oclsci.stencil.driver import StencilJob, run_job
 
 
@@ -34,6 +35,17 @@ def split_pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
             raise InputError(f"{option} {name} given twice")
         found[name] = value
     return found
+
+
+def parse_kernel_params(pairs: tuple[str, ...]) -> dict[str, int]:
+    """``--kernel-param max_steps=4`` values as integers."""
+    params = {}
+    for name, text in split_pairs(pairs, "--kernel-param").items():
+        try:
+            params[name] = int(text)
+        except ValueError:
+            raise InputError(f"--kernel-param {name} takes an integer, got {text!r}") from None
+    return params
 
 
 def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
@@ -62,21 +74,30 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
               help="The previous time level at the start, for u.prev (default: INPUT).")
 @click.option("--boundary", type=float, default=0.0, show_default=True,
               help="The value of u beyond the grid (fields read zero there).")
+@click.option("--kernel", default="auto", show_default=True,
+              help=stencil_kernels.choices_help())
+@click.option("--kernel-param", "kernel_pairs", multiple=True, metavar="NAME=VALUE",
+              help="A parameter of the kernel (e.g. max_steps=4; repeat for several; "
+                   "docs/stencil.md lists them).")
 @dtype_option
 @device_option
 @progress_every_option
 @quiet_option
 def stencil_command(expression: str, input_path: str, steps: int, output: str,
                     field_pairs: tuple[str, ...], param_pairs: tuple[str, ...],
-                    prev_path: str | None, boundary: float, dtype: str, device: str | None,
+                    prev_path: str | None, boundary: float, kernel: str,
+                    kernel_pairs: tuple[str, ...], dtype: str, device: str | None,
                     progress_every: float, quiet: bool) -> None:
     """Run EXPR, an update of the field u written as a Python expression
     (e.g. 'u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)'), STEPS times on
     INPUT.npy; the result equals the NumPy reference bit for bit (docs/stencil.md)."""
     params = parse_params(param_pairs)
+    kernel_params = parse_kernel_params(kernel_pairs)
+    stencil_kernels.check_param_names(kernel, kernel_params)
     job = StencilJob(expression=expression, input=input_path, steps=steps, output=output,
                      fields=split_pairs(field_pairs, "--field"), params=params, prev=prev_path,
-                     boundary=boundary, dtype=dtype, device=device)
+                     boundary=boundary, dtype=dtype, device=device, kernel=kernel,
+                     kernel_params=kernel_params)
     outcome = run_job(job, progress=progress_maker(quiet, progress_every, "stencil"),
                       notify=None if quiet else functools.partial(click.echo, err=True))
     if quiet:
@@ -88,4 +109,5 @@ def stencil_command(expression: str, input_path: str, steps: int, output: str,
     click.echo(f"stencil: {outcome.stencil.expression.describe()}; "
                f"{'x'.join(map(str, result.shape))} {problem.dtype.name}, {problem.steps} "
                f"steps on {compute.spec} {compute.name} in {seconds:.3f} s wall{rate}")
+    click.echo(f"  kernel {outcome.kernel}")
     click.echo(f"  wrote {output}")

@@ -34,9 +34,10 @@ def run_steps(solver: StencilSolver, steps: int, *,
     and, when ``should_stop()`` answers true (or a stop signal's number), raise
     :class:`~oclsci.errors.Interrupted`."""
     pacer = Pacer()
+    per_launch = solver.steps_per_launch
     while solver.iteration < steps:
-        chunk = min(pacer.launches(), steps - solver.iteration)
-        pacer.submitted(solver.advance(chunk), chunk)
+        chunk = min(pacer.launches() * per_launch, steps - solver.iteration)
+        pacer.submitted(solver.advance(chunk), -(-chunk // per_launch))
         done = solver.iteration
         if progress:
             progress(done, steps)
@@ -82,7 +83,8 @@ class Stencil:
 
     def run(self, u0: Any, steps: int, *, fields: Mapping | None = None,
             params: Mapping | None = None, prev: Any = None, dtype: Any = None,
-            device: Any = None, progress: Callable[[int, int], None] | None = None,
+            device: Any = None, kernel: str = "auto", kernel_params: Mapping | None = None,
+            progress: Callable[[int, int], None] | None = None,
             should_stop: Callable[[], Any] | None = None) -> np.ndarray:
         """``steps`` updates of ``u0`` on a device; returns the field, bit for bit what
         :meth:`reference` returns.
@@ -90,11 +92,15 @@ class Stencil:
         ``fields``: name -> array of u0's shape; ``prev``: the previous level at the start
         (default u0); ``dtype``: float32 or float64 (default u0's if one of them, else
         float32); ``device``: a SPEC string, a ComputeContext or None (default selection);
+        ``kernel``: ``auto`` (chosen for the device and grid) or a kernel's name (``step``,
+        ``tiled``, ``stream``: docs/stencil.md), ``kernel_params`` its parameters (the
+        kernel's defaults for the device otherwise);
         ``progress(done, steps)`` and ``should_stop()`` as Jacobi's runner takes them.
         A result that overflowed raises :class:`~oclsci.errors.NonFiniteResultError`."""
         problem = self.problem(u0, steps, fields=fields, params=params, prev=prev,
                                dtype=dtype)
-        solver = StencilSolver(as_compute_context(device), problem)
+        solver = StencilSolver(as_compute_context(device), problem, kernel=kernel,
+                               kernel_params=kernel_params)
         run_steps(solver, problem.steps, progress=progress, should_stop=should_stop)
         return check_finite(solver.read())
 

@@ -87,6 +87,25 @@ def comment_text(expression: Expression) -> str:
     return expression.text.replace("*/", "* /").replace("\n", " ")
 
 
+def macro_load(load: Load, dims: int) -> str:
+    """A read as the blocked templates' macros write it: ``U(di, dj)`` for ``u``, ``UPREV``
+    for ``u.prev``, ``F_<name>(di, dj)`` for a field (offsets along every axis, slowest
+    first); each template defines the macros for where it keeps the values."""
+    if load.source == PREVIOUS:
+        return "UPREV"
+    offset = ", ".join(str(d) for d in (load.offset or (0,) * dims))
+    return f"U({offset})" if load.source == UPDATED else f"F_{load.source}({offset})"
+
+
+def blocked_params(expression: Expression, dims: int, dtype: np.dtype) -> dict:
+    """The parameters the blocked templates (``kernels/stencil/tiled``, ``stream``) share:
+    the step kernel's, with the update written through the load macros
+    (:func:`macro_load`)."""
+    params = template_params(expression, dims, dtype)
+    params["update"] = expression_code(expression.root, dtype, lambda n: macro_load(n, dims))
+    return params
+
+
 def template_params(expression: Expression, dims: int, dtype: np.dtype) -> dict:
     """The parameters of ``kernels/stencil/step.cl.mako`` for ``expression`` in ``dtype``."""
     return {

@@ -3,10 +3,10 @@
 :func:`run_job` hands a :class:`StencilJob` (the options, frozen) to the driver
 (:func:`oclsci.driver.drive`) with :class:`StencilRun`: parse the expression, check the output
 and read the inputs (the problem checked and rounded before any device work), run the steps
-with :meth:`oclsci.stencil.Stencil.run`, write the field and return a :class:`StencilOutcome`
-holding what the summary prints. Signals are collected while kernels build and run; a poll
-between chunks of steps stops the run (128 + N, nothing written). Once the steps are done, one
-waits for the output.
+on the kernel asked for (``auto`` by default: :mod:`oclsci.stencil.kernels`), write the field
+and return a :class:`StencilOutcome` holding what the summary prints. Signals are collected
+while kernels build and run; a poll between chunks of steps stops the run (128 + N, nothing
+written). Once the steps are done, one waits for the output.
 
 A stencil runs on one device, also when started as MPI ranks (each rank its own run, as
 before): it has no runner over ranks.
@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from oclsci.arrays import check_finite
 from oclsci.driver import (
     Notify,
     OneDevicePlacement,
@@ -33,8 +34,9 @@ from oclsci.driver import (
 from oclsci.io import check_output_path, existing_file, read_npy, write_npy
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.signals import StopFlag
-from oclsci.stencil.api import Stencil
+from oclsci.stencil.api import Stencil, run_steps
 from oclsci.stencil.problem import Problem
+from oclsci.stencil.solver import StencilSolver
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class StencilJob:
     boundary: float = 0.0
     dtype: str | None = None
     device: str | None = None
+    kernel: str = "auto"  # or a kernel's name (oclsci.stencil.kernels)
+    kernel_params: Mapping[str, int] = field(default_factory=dict)  # the kernel's, by name
 
 
 @dataclass
@@ -62,6 +66,7 @@ class StencilOutcome:
     problem: Problem
     result: np.ndarray
     started: float  # time.perf_counter() once the inputs were read and checked
+    kernel: str = ""  # the kernel that ran, with its parameters
     written: list[str] = field(default_factory=list)
 
 
@@ -94,12 +99,14 @@ class StencilRun:
     def solve(self, compute: Any, stop_flag: StopFlag, progress: ProgressFactory | None,
               notify: Notify | None) -> StencilOutcome:
         """Run the steps; progress counts them."""
-        problem = self.problem
+        problem, job = self.problem, self.job
+        solver = StencilSolver(compute, problem, kernel=job.kernel,
+                               kernel_params=dict(job.kernel_params) or None)
         with shown(progress, problem.steps) as update:
-            result = self.stencil.run(problem.u0, problem.steps, fields=problem.fields,
-                                      prev=problem.prev0, dtype=problem.dtype, device=compute,
-                                      progress=update, should_stop=stop_flag)
-        return StencilOutcome(compute, self.stencil, problem, result, self.started)
+            run_steps(solver, problem.steps, progress=update, should_stop=stop_flag)
+            result = check_finite(solver.read())
+        return StencilOutcome(compute, self.stencil, problem, result, self.started,
+                              kernel=solver.config.describe())
 
     def outputs(self, outcome: StencilOutcome) -> Writes:
         """The field."""

@@ -1,30 +1,39 @@
-"""A user's stencil on one OpenCL device: padded buffers, the built kernel, launches.
+"""A user's stencil on one OpenCL device: padded buffers, the chosen kernel, launches.
 
 Every buffer holds the grid inside a ring of ``radius`` cells (the boundary value in the
 field's buffers, zero in the read-only fields'), rows padded to a multiple of 16 elements.
-Kernels write the interior only, so the ring keeps its value for the whole run. The field
-ping-pongs between two buffers, or rotates through three when the update reads ``u.prev``
-(previous, current, next).
+Kernels write the interior only, so the ring keeps its value for the whole run.
+
+The one-step kernel (``step``) ping-pongs the field between two buffers, or rotates it
+through three when the update reads ``u.prev`` (previous, current, next). The blocked
+kernels (``tiled``, ``stream``: several steps a launch) ping-pong between two buffers, or two
+pairs (previous, current) with ``u.prev``: each launch writes the last level and the one
+before it. Steps that do not fill a launch go in one launch of a kernel built for them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
+from oclsci.errors import InputError
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.launch import Launch
-from oclsci.stencil.codegen import template_params
+from oclsci.stencil.codegen import blocked_params, template_params
+from oclsci.stencil.kernels import StencilConfig, configurations
 from oclsci.stencil.language import Binary, Node
 from oclsci.stencil.problem import Problem
+from oclsci.stencil.specs import Geometry
 
-TEMPLATE = "stencil/step"
 ROW_ALIGN = 16  # elements: rows start aligned
-# Work-group shapes on GPUs (contiguous axis first); CPUs let the runtime choose.
-GPU_LOCAL = {2: (64, 4), 3: (32, 4, 2)}
+
+
+class WorkGroupTooLarge(InputError):
+    """A configuration's work-group exceeds what its built kernel allows on the device."""
 
 
 def divides(node: Node) -> bool:
@@ -41,43 +50,56 @@ def build_options(problem: Problem) -> tuple[str, ...]:
     return ()
 
 
-class StencilSolver:
-    """Device buffers and the one-step kernel for ``problem`` (its steps are the caller's to
-    run: :meth:`advance`)."""
+def geometry(problem: Problem, dtype: np.dtype) -> Geometry:
+    """What the kernels' launches and limits depend on, for ``problem``."""
+    expression = problem.expression
+    return Geometry(tuple(problem.shape), expression.radius, expression.uses_prev,
+                    np.dtype(dtype).itemsize)
 
-    def __init__(self, compute: ComputeContext, problem: Problem):
+
+class StencilSolver:
+    """Device buffers and the chosen kernel for ``problem`` (its steps are the caller's to
+    run: :meth:`advance`). ``kernel``: a name of :data:`oclsci.stencil.kernels.KERNELS` or
+    ``auto``; ``kernel_params`` override the kernel's defaults."""
+
+    def __init__(self, compute: ComputeContext, problem: Problem, kernel: str = "auto",
+                 kernel_params: Mapping | None = None):
         self.compute = compute
         self.problem = problem
         self.dtype = compute.check_dtype(problem.dtype)
         self.radius = radius = problem.expression.radius
-        self.dims = dims = problem.u0.ndim
+        self.dims = problem.u0.ndim
+        self.geo = geometry(problem, self.dtype)
+        candidates = configurations(compute.facts.kernel_facts(), kernel, self.geo,
+                                    kernel_params)
+        self.blocked = candidates[0].spec.steps_param is not None
         padded = tuple(size + 2 * radius for size in problem.shape)
         self.row_stride = -(-padded[-1] // ROW_ALIGN) * ROW_ALIGN
         self.layout = padded[:-1] + (self.row_stride,)
-        levels = 3 if problem.expression.uses_prev else 2
+        uses_prev = problem.expression.uses_prev
+        levels = (4 if self.blocked else 3) if uses_prev else 2
         nbytes = (levels + len(problem.fields)) * int(np.prod(self.layout)) * self.dtype.itemsize
         shape = "x".join(map(str, problem.shape))
         compute.check_allocation(nbytes, f"a {shape} {self.dtype.name} stencil grid")
         self.iteration = 0
+        self.phase = 0  # blocked kernels: which pair of buffers holds the field
 
-        first = [problem.u0] if levels == 2 else [problem.prev0, problem.u0]
+        first = [problem.u0] if not uses_prev else [problem.prev0, problem.u0]
         self.levels = [self._upload(array, problem.boundary) for array in first]
         while len(self.levels) < levels:
             self.levels.append(self._upload(problem.u0, problem.boundary))
         self.field_buffers = [self._upload(array, self.dtype.type(0), writable=False)
                               for array in problem.fields.values()]
-        params = template_params(problem.expression, dims, self.dtype)
-        options = build_options(problem)
-        kernel = programs.new_kernel(compute, TEMPLATE, options=options, **params)
-        self.global_size, self.local_size = self._launch_shape(kernel)
-        # One kernel per rotation of the levels, its arguments set once.
-        self._launches = []
-        for rotation in range(levels):
-            if rotation:
-                kernel = programs.new_kernel(compute, TEMPLATE, options=options, **params)
-            kernel.set_args(*self._arguments(rotation))
-            self._launches.append(Launch(compute.queue, kernel, self.global_size,
-                                         self.local_size))
+        self._launches: dict[int, list[Launch]] = {}
+        for index, config in enumerate(candidates):
+            self.config = config
+            try:
+                self._launches[config.steps_per_launch] = self._build(config)
+                break
+            except WorkGroupTooLarge:
+                if index == len(candidates) - 1:
+                    raise
+        self.steps_per_launch = self.config.steps_per_launch
 
     def _upload(self, interior: np.ndarray, ring: Any, writable: bool = True) -> Any:
         host = np.full(self.layout, ring, dtype=self.dtype)
@@ -86,50 +108,85 @@ class StencilSolver:
                                               else cl.mem_flags.READ_ONLY)
         return cl.Buffer(self.compute.context, flags, hostbuf=host)
 
-    def _roles(self, rotation: int) -> tuple[Any, Any, Any]:
-        """(previous, current, next) buffers after ``rotation`` steps (previous None without
-        u.prev)."""
+    def _roles(self, rotation: int) -> tuple[Any, Any, Any, Any]:
+        """(previous in, current in, previous out, current out) buffers of the launch after
+        ``rotation`` launches (the previous ones None without u.prev; the step kernel writes
+        no previous level: the current one becomes it)."""
         levels = self.levels
         if len(levels) == 2:
-            return None, levels[rotation % 2], levels[(rotation + 1) % 2]
-        return (levels[rotation % 3], levels[(rotation + 1) % 3], levels[(rotation + 2) % 3])
+            return None, levels[rotation % 2], None, levels[(rotation + 1) % 2]
+        if not self.blocked:
+            return (levels[rotation % 3], levels[(rotation + 1) % 3], None,
+                    levels[(rotation + 2) % 3])
+        first, second = levels[:2], levels[2:]
+        (prev_in, cur_in), (prev_out, cur_out) = ((first, second) if rotation % 2 == 0
+                                                  else (second, first))
+        return prev_in, cur_in, prev_out, cur_out
 
-    def _arguments(self, rotation: int) -> list:
-        prev, current, following = self._roles(rotation)
-        args = [following, current] + ([prev] if prev is not None else [])
+    def _arguments(self, config: StencilConfig, rotation: int) -> list:
+        prev_in, current, prev_out, following = self._roles(rotation)
+        args = [following, current]
+        if prev_in is not None:
+            args += [prev_out, prev_in] if self.blocked else [prev_in]
         args += self.field_buffers
         args += list(self.problem.params.values())
+        if self.blocked:
+            args.append(self.problem.boundary)
         args += [np.int32(size) for size in self.problem.shape] + [np.int32(self.row_stride)]
+        args += [np.int32(config.params[key]) for key in config.spec.arguments]
         return args
 
-    def _launch_shape(self, kernel: Any) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
-        """The contiguous axis first; on GPUs whole work-groups of :data:`GPU_LOCAL` when the
-        built kernel allows them."""
-        sizes = tuple(reversed(self.problem.shape))
-        local = None if self.compute.is_cpu else GPU_LOCAL[self.dims]
-        if local is not None and int(np.prod(local)) <= programs.kernel_work_group_size(
-                self.compute, kernel):
-            return tuple(-(-s // g) * g for s, g in zip(sizes, local, strict=True)), local
-        return sizes, None
+    def _build(self, config: StencilConfig) -> list[Launch]:
+        """One launch of ``config`` per rotation of the buffers, arguments set once."""
+        spec, expression = config.spec, self.problem.expression
+        params = (blocked_params if self.blocked else template_params)(
+            expression, self.dims, self.dtype)
+        params.update(spec.template_params(config.params))
+        options = build_options(self.problem)
+        global_size, local_size = spec.launch(config.params, self.geo)
+        launches = []
+        for rotation in range(2 if self.blocked else len(self.levels)):
+            kernel = programs.new_kernel(self.compute, spec.template, options=options,
+                                         **params)
+            if rotation == 0 and local_size is not None and int(np.prod(local_size)) > \
+                    programs.kernel_work_group_size(self.compute, kernel):
+                raise WorkGroupTooLarge(f"kernel {config.describe()}: work-groups of "
+                                        f"{int(np.prod(local_size))} too large here")
+            kernel.set_args(*self._arguments(config, rotation))
+            launches.append(Launch(self.compute.queue, kernel, global_size, local_size))
+        return launches
+
+    def _launch(self, steps: int) -> Launch:
+        if steps not in self._launches:
+            self._launches[steps] = self._build(self.config.with_steps(steps))
+        launches = self._launches[steps]
+        rotation = self.phase if self.blocked else self.iteration
+        return launches[rotation % len(launches)]
+
+    def _after(self, steps: int) -> None:
+        self.iteration += steps
+        self.phase ^= 1
 
     def advance(self, steps: int) -> Any:
-        """Enqueue ``steps`` steps without waiting; return the last launch's event (None for
-        no steps)."""
+        """Enqueue ``steps`` steps without waiting (full launches, then one for the rest);
+        return the last launch's event (None for no steps)."""
+        full, rest = divmod(int(steps), self.steps_per_launch)
+        sizes = [self.steps_per_launch] * full + ([rest] if rest else [])
         event = None
-        count = len(self._launches)
-        for index in range(int(steps)):
-            launch = self._launches[(self.iteration + index) % count]
-            if index == steps - 1:
+        for index, size in enumerate(sizes):
+            launch = self._launch(size)
+            if index == len(sizes) - 1:
                 event = launch.with_event()
             else:
                 launch.fast()
-        self.iteration += int(steps)
+            self._after(size)
         return event
 
     def read(self) -> np.ndarray:
         """The field now (after the steps enqueued so far), as a new array of the grid's
         shape."""
         host = np.empty(self.layout, dtype=self.dtype)
-        cl.enqueue_copy(self.compute.queue, host, self._roles(self.iteration)[1])
+        rotation = self.phase if self.blocked else self.iteration
+        cl.enqueue_copy(self.compute.queue, host, self._roles(rotation)[1])
         r = self.radius
         return host[tuple(slice(r, r + s) for s in self.problem.shape)].copy()

@@ -203,9 +203,10 @@ def elementwise_cases() -> list[dict]:
 
 
 def stencil_cases() -> list[dict]:
-    """The user-stencil step kernel: 2-D and 3-D, radius 1, 2 and 4, star and box, a
-    right-hand side and a coefficient field read at offsets, the previous level (u.prev),
-    division, both precisions, one-row and 3 x 3 x 3 grids."""
+    """The user-stencil kernels (step, tiled, stream): 2-D and 3-D, radius 1, 2 and 4, star
+    and box, a right-hand side and a coefficient field read at offsets, the previous level
+    (u.prev), division, both precisions, one-row and 3 x 3 x 3 grids; the blocked kernels
+    with several (partial) tiles and segments and a remainder launch."""
     if not _importable("oclsci.stencil", "Stencil"):
         return []
     box27 = " + ".join(f"u[{i}, {j}, {k}]" for i in (-1, 0, 1) for j in (-1, 0, 1)
@@ -218,12 +219,38 @@ def stencil_cases() -> list[dict]:
         ("wave-box27", f"2 * u - u.prev + 0.01 * ({box27})", {}, (), (3, 3, 3), 0.0),
         ("r4-3d", "u + 0.1 * (u[4, 0, 0] + u[0, -4, 0] + u[0, 0, 3])", {}, (), (2, 5, 9), 1.0),
     ]
-    return [{"id": make_id("stencil", name, dtype, "x".join(map(str, shape))),
-             "kind": "stencil", "expression": expression, "params": params, "fields": fields,
-             "shape": shape, "boundary": boundary, "dtype": dtype, "steps": 3,
-             "cost": 8 * len(expression) * math.prod(shape)}
-            for name, expression, params, fields, shape, boundary in stencils
-            for dtype in ("float32", "float64")]
+    cases = [{"id": make_id("stencil", name, dtype, "x".join(map(str, shape))),
+              "kind": "stencil", "expression": expression, "params": params, "fields": fields,
+              "shape": shape, "boundary": boundary, "dtype": dtype, "steps": 3,
+              "kernel": "step", "kernel_params": None,
+              "cost": 8 * len(expression) * math.prod(shape)}
+             for name, expression, params, fields, shape, boundary in stencils
+             for dtype in ("float32", "float64")]
+    # The blocked kernels: several tiles (partial ones too), a remainder launch (5 steps).
+    blocked = [  # name, expression, parameters, fields, shape, boundary, kernel, its params
+        ("jacobi", stencils[0][1], {}, ("b",), (9, 13), 0.0, "tiled",
+         {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2}),
+        ("r2-coeff", stencils[1][1], {"k": 0.05}, ("c",), (7, 11), 0.5, "tiled",
+         {"local_w": 16, "local_h": 2, "cells_y": 5, "max_steps": 2}),
+        ("wave-box27", stencils[2][1], {}, (), (5, 6, 7), 0.0, "tiled",
+         {"local_w": 4, "local_h": 4, "local_d": 2, "cells_z": 2, "max_steps": 1}),
+        ("jacobi", stencils[0][1], {}, ("b",), (9, 13), 0.0, "stream",
+         {"local_w": 8, "max_steps": 2, "seg": 4}),
+        ("r2-coeff", stencils[1][1], {"k": 0.05}, ("c",), (7, 11), 0.5, "stream",
+         {"local_w": 16, "max_steps": 2, "seg": 3}),
+        ("wave-box27", stencils[2][1], {}, (), (5, 6, 7), 0.0, "stream",
+         {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2, "seg": 2}),
+        ("r4-3d", stencils[3][1], {}, (), (4, 5, 9), 1.0, "stream",
+         {"local_w": 16, "local_h": 2, "cells_y": 5, "max_steps": 1, "seg": 3}),
+    ]
+    cases += [{"id": make_id("stencil", kernel, name, dtype, "x".join(map(str, shape))),
+               "kind": "stencil", "expression": expression, "params": params,
+               "fields": fields, "shape": shape, "boundary": boundary, "dtype": dtype,
+               "steps": 5, "kernel": kernel, "kernel_params": kernel_params,
+               "cost": 40 * len(expression) * math.prod(shape)}
+              for name, expression, params, fields, shape, boundary, kernel, kernel_params
+              in blocked for dtype in ("float32", "float64")]
+    return cases
 
 
 # Deliberately broken kernels: each must make Oclgrind report (what the report says), which

@@ -304,7 +304,8 @@ def _run_stencil(compute: Any, case: dict) -> None:
     shape, dtype = tuple(case["shape"]), np.dtype(case["dtype"])
     u0 = rng.uniform(-1, 1, shape).astype(dtype)
     fields = {name: rng.uniform(0, 1, shape).astype(dtype) for name in case["fields"]}
-    got = stencil.run(u0, case["steps"], fields=fields, device=compute)
+    got = stencil.run(u0, case["steps"], fields=fields, device=compute,
+                      kernel=case.get("kernel", "step"), kernel_params=case.get("kernel_params"))
     want = stencil.reference(u0, case["steps"], fields=fields)
     if not np.array_equal(got, want):
         raise AssertionError(f"{int(np.sum(got != want))} cells differ from NumPy's")

@@ -49,6 +49,21 @@ def test_params_prev_and_boundary(grid, invoke_cli):
     assert np.array_equal(np.load(out), want)
 
 
+@pytest.mark.parametrize("kernel", [("tiled", "max_steps=3"), ("stream", "seg=4")],
+                         ids=["tiled", "stream"])
+def test_kernel_choice(grid, invoke_cli, kernel):
+    folder, u0, b = grid
+    out = folder / "out.npy"
+    name, param = kernel
+    code, stdout, _ = invoke_cli("stencil", JACOBI, folder / "u0.npy", "-n", 7, "-o", out,
+                                 "--field", f"b={folder / 'b.npy'}", "--kernel", name,
+                                 "--kernel-param", param, "--device", DEVICE_SPECS[0])
+    assert code == 0, stdout
+    assert f"kernel {name}(" in stdout and param in stdout
+    want = Stencil(JACOBI).reference(u0, 7, fields={"b": b}, dtype=np.float32)
+    assert np.array_equal(np.load(out), want)
+
+
 @pytest.mark.parametrize(("args", "fragment"), [
     (["u ** 2"], "operator Pow is not supported"),
     (["u + k * u[1, 0]"], "unknown name 'k'"),
@@ -56,6 +71,9 @@ def test_params_prev_and_boundary(grid, invoke_cli):
     (["u + k * u[1, 0]", "--param", "k"], "--param takes NAME=VALUE"),
     (["u + b", "--field", "b=missing.npy"], "missing.npy: no such file"),
     (["u[0, 0, 1]"], "u0 must be a 3-D array, got 2 dimensions"),
+    (["u", "--kernel", "fast"], "unknown stencil kernel 'fast'"),
+    (["u", "--kernel-param", "max_steps=two"], "--kernel-param max_steps takes an integer"),
+    (["u", "--kernel", "stream", "--kernel-param", "rows=2"], "has no parameter 'rows'"),
 ])
 def test_errors_are_one_line(grid, args, fragment):
     folder, _, _ = grid

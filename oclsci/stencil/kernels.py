@@ -1,0 +1,131 @@
+"""The registry of stencil kernels (one :class:`~oclsci.stencil.specs.StencilKernelSpec` per
+template of ``kernels/stencil/``) and how a run chooses one: ``auto`` per device kind and
+grid, a kernel's defaults for the device, parameters a caller gives.
+
+:data:`KERNELS` lists them in the order commands show them; :func:`get` is the one place an
+unknown name is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from oclsci.errors import InvalidArgumentError, UnknownNameError
+from oclsci.stencil.specs import Geometry, StencilKernelSpec, step, stream, tiled
+
+KERNELS: dict[str, StencilKernelSpec] = {spec.name: spec for spec in (
+    step.SPEC, tiled.SPEC, stream.SPEC)}
+# 2-D grids from which ``auto`` streams on GPUs rather than blocking tiles (a tile per
+# work-group leaves too few groups below it, streaming too few above).
+STREAM_MIN_CELLS_2D = 1 << 20
+
+
+def get(name: str) -> StencilKernelSpec:
+    """The spec of kernel ``name``; :class:`UnknownNameError` naming the kernels if none."""
+    spec = KERNELS.get(name) if isinstance(name, str) else None
+    if spec is None:
+        raise UnknownNameError(f"unknown stencil kernel {name!r}; choose auto or one of "
+                               f"{', '.join(KERNELS)}")
+    return spec
+
+
+def check_choice(name: str) -> str:
+    """``name`` when it is ``auto`` or a kernel's; otherwise :class:`UnknownNameError`."""
+    if name != "auto":
+        get(name)
+    return name
+
+
+def check_param_names(kernel: str, params: Mapping) -> None:
+    """Refuse (before any device is chosen) parameter names that ``kernel`` does not take
+    (with ``auto``: that no kernel takes)."""
+    specs = KERNELS.values() if check_choice(kernel) == "auto" else [get(kernel)]
+    known = {param.name for spec in specs for param in spec.params}
+    for name in params:
+        if name not in known:
+            raise InvalidArgumentError(f"kernel {kernel!r} has no parameter {name!r}; it "
+                                       f"takes {', '.join(sorted(known)) or 'none'}")
+
+
+def choices_help() -> str:
+    """``--kernel``'s help: ``auto`` and every kernel with its summary."""
+    named = ", ".join(f"{name} ({spec.summary})" for name, spec in KERNELS.items())
+    return f"Kernel: auto (chosen for the device and grid), {named}."
+
+
+def auto_kernel(facts: Mapping, geo: Geometry) -> str:
+    """The kernel ``auto`` means: on GPUs streaming for 3-D and large 2-D grids, tiles in
+    local memory for smaller 2-D ones; on CPUs the one-step kernel (on PoCL it was 1.4x
+    faster than ``tiled`` and 1.8x than ``stream`` in 2-D, 2.7x and 4.5x in 3-D:
+    benchmarks/stencil_cpu.py; PoCL pays for every barrier)."""
+    if facts["is_cpu"]:
+        return "step"
+    if geo.dims == 3 or geo.cells >= STREAM_MIN_CELLS_2D:
+        return "stream"
+    return "tiled"
+
+
+@dataclass(frozen=True)
+class StencilConfig:
+    """A kernel and its parameters' values (every one, defaults filled in)."""
+
+    name: str
+    params: dict = field(default_factory=dict)
+
+    @property
+    def spec(self) -> StencilKernelSpec:
+        """The kernel's spec."""
+        return get(self.name)
+
+    @property
+    def steps_per_launch(self) -> int:
+        """Steps one launch does."""
+        return self.spec.steps_per_launch(self.params)
+
+    def with_steps(self, steps: int) -> StencilConfig:
+        """The same kernel doing ``steps`` steps a launch (remainder launches)."""
+        if self.spec.steps_param is None:
+            return self
+        return StencilConfig(self.name, {**self.params, self.spec.steps_param: steps})
+
+    def describe(self) -> str:
+        """``name`` or ``name(key=value, ...)``."""
+        if not self.params:
+            return self.name
+        return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params.items())})"
+
+
+def spec_param_default(spec: StencilKernelSpec, key: str):
+    """The default of ``spec``'s parameter ``key`` (None: it has none)."""
+    return next((param.default for param in spec.params if param.name == key), None)
+
+
+def configurations(facts: Mapping, kernel: str, geo: Geometry,
+                   params: Mapping | None = None) -> list[StencilConfig]:
+    """The configurations to try, best first, for ``kernel`` (a name or ``auto``) on a device
+    with ``facts``: ``params``, those not given at their own defaults or else at the first
+    device default's values (refused in one line if they cannot run), or else the kernel's
+    defaults that fit the device; ``auto`` ends with ``step``, which always fits."""
+    name = auto_kernel(facts, geo) if check_choice(kernel) == "auto" else kernel
+    spec = get(name)
+    fitting = [p for p in map(spec.resolve, spec.defaults(facts, geo))
+               if spec.problem(p, geo, facts) is None]
+    if params:
+        # Parameters not given take their own default, else the device default's value.
+        base = {key: value for key, value in (fitting[0] if fitting else {}).items()
+                if spec_param_default(spec, key) is None}
+        chosen = spec.resolve({**base, **params})
+        why = spec.problem(chosen, geo, facts)
+        if why:
+            described = StencilConfig(name, chosen).describe()
+            raise InvalidArgumentError(f"kernel {described}: {why}")
+        return [StencilConfig(name, chosen)]
+    found = [StencilConfig(name, p) for p in fitting]
+    if kernel == "auto" and name != "step":
+        found += configurations(facts, "step", geo)
+    if not found:
+        raise InvalidArgumentError(f"kernel {name}: no configuration fits this device for a "
+                                   f"{'x'.join(map(str, geo.shape))} grid of radius "
+                                   f"{geo.radius}")
+    return found

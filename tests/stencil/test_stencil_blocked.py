@@ -1,0 +1,126 @@
+"""The temporally blocked stencil kernels (``tiled``, ``stream``) equal the NumPy reference bit
+for bit on each test device: every stencil of the issue's list, float32 and float64, odd sizes,
+tiles that do not divide the grid, step counts that leave a remainder launch; and the choice
+of kernels (auto, defaults, given parameters, refusals)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_stencil_kernels import CASES, DTYPES, _inputs, _skip_without_fp64
+
+from oclsci.errors import InvalidArgumentError, UnknownNameError
+from oclsci.stencil import Stencil
+from oclsci.stencil.kernels import KERNELS, auto_kernel, configurations
+from oclsci.stencil.specs import Geometry
+
+STEPS = 7  # leaves a remainder after launches of 2 or 3 steps
+
+
+def _check(compute, stencil, u0, fields, steps, kernel, kernel_params=None):
+    got = stencil.run(u0, steps, fields=fields, device=compute, kernel=kernel,
+                      kernel_params=kernel_params)
+    want = stencil.reference(u0, steps, fields=fields)
+    if not np.array_equal(got, want):
+        bad = np.argwhere(got != want)
+        raise AssertionError(f"{kernel} {kernel_params} {stencil!r} {u0.dtype} {u0.shape}: "
+                             f"{len(bad)} cells differ, first {bad[0].tolist()}")
+
+
+def small_config(kernel: str, dims: int, radius: int) -> dict:
+    """Small spans, so that the test grids hold several tiles (and partial ones), with as
+    many steps a launch as the halo allows."""
+    steps = 3 if radius <= 1 else 2
+    if kernel == "tiled":
+        if dims == 2:
+            return {"local_w": 8, "local_h": 4, "cells_x": 2, "cells_y": 4, "max_steps": steps}
+        return {"local_w": 8, "local_h": 4, "local_d": 2, "cells_y": 2, "cells_z": 4,
+                "max_steps": 2}
+    if dims == 2:
+        return {"local_w": 16, "max_steps": steps, "seg": 5}
+    return {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2, "seg": 3}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("kernel", ["tiled", "stream"])
+def test_blocked_kernels_equal_numpy(compute, kernel, case, dtype):
+    _skip_without_fp64(compute, dtype)
+    stencil, names, shapes = CASES[case]
+    expression = stencil.expression
+    for shape in shapes:
+        u0, fields = _inputs(shape, names, dtype)
+        params = small_config(kernel, len(shape), expression.radius)
+        _check(compute, stencil, u0, fields, STEPS, kernel=kernel, kernel_params=params)
+
+
+@pytest.mark.parametrize("kernel", ["tiled", "stream"])
+@pytest.mark.parametrize("steps", [1, 2, 5])
+def test_one_step_launches_and_short_runs(compute, kernel, steps):
+    """One step a launch, and runs shorter than a launch (only a remainder launch)."""
+    stencil = CASES["wave-2d-prev-boundary"][0]
+    u0, _ = _inputs((9, 23), (), np.float32)
+    _check(compute, stencil, u0, {}, steps, kernel=kernel,
+           kernel_params={**small_config(kernel, 2, 1), "max_steps": 1})
+    _check(compute, stencil, u0, {}, steps, kernel=kernel,
+           kernel_params={**small_config(kernel, 2, 1), "max_steps": 6})
+
+
+@pytest.mark.parametrize("kernel", ["auto", "step", "tiled", "stream"])
+def test_defaults_for_the_device(compute, kernel):
+    """Each kernel with its defaults for the device, a 2-D and a 3-D grid."""
+    for case, shape in (("jacobi-5-point-rhs", (45, 70)), ("heat-3d-7-point", (9, 12, 20))):
+        stencil, names, _ = CASES[case]
+        u0, fields = _inputs(shape, names, np.float32)
+        _check(compute, stencil, u0, fields, 9, kernel=kernel)
+
+
+def test_radius_4_and_radius_0(compute):
+    box = Stencil("u + 0.05 * (u[-4, 0] + u[0, 4] + u[3, -2] - 3 * u)")
+    constant = Stencil("0.5 * u + 1")
+    u0, _ = _inputs((19, 40), (), np.float32)
+    for kernel, params in (("tiled", {"local_w": 16, "local_h": 4, "cells_y": 5,
+                                      "max_steps": 1}),
+                           ("stream", {"local_w": 32, "max_steps": 2, "seg": 4})):
+        _check(compute, box, u0, {}, 5, kernel=kernel, kernel_params=params)
+        _check(compute, constant, u0, {}, 5, kernel=kernel, kernel_params=params)
+
+
+CPU = {"is_cpu": True, "cus": 2, "max_wg": 4096, "local_mem": 1 << 20}
+GPU = {"is_cpu": False, "cus": 132, "max_wg": 1024, "local_mem": 48 * 1024}
+
+
+def test_auto_per_device_kind_and_grid():
+    assert auto_kernel(CPU, Geometry((2048, 2048), 1)) == "step"
+    assert auto_kernel(GPU, Geometry((100, 100), 1)) == "tiled"
+    assert auto_kernel(GPU, Geometry((16384, 16384), 1)) == "stream"
+    assert auto_kernel(GPU, Geometry((64, 64, 64), 1)) == "stream"
+    assert configurations(GPU, "auto", Geometry((64, 64, 64), 1))[-1].name == "step"
+
+
+@pytest.mark.parametrize("facts", [CPU, GPU], ids=["cpu", "gpu"])
+@pytest.mark.parametrize("dims", [2, 3])
+@pytest.mark.parametrize("radius", [0, 1, 2, 4])
+@pytest.mark.parametrize("itemsize", [4, 8])
+def test_defaults_and_tuning_spaces_fit(facts, dims, radius, itemsize):
+    """Every default and candidate of every kernel fits the device and leaves a tile."""
+    geo = Geometry((300,) * dims, radius, uses_prev=radius == 1, itemsize=itemsize)
+    for spec in KERNELS.values():
+        found = [spec.resolve(p) for p in spec.defaults(facts, geo)
+                 if spec.problem(spec.resolve(p), geo, facts) is None]
+        assert found, (spec.name, geo)
+        for p in (spec.candidates(facts, geo) if spec.candidates else []):
+            assert spec.problem(spec.resolve(p), geo, facts) is None, (spec.name, p)
+            assert spec.cost(spec.resolve(p), geo, facts) > 0
+
+
+def test_refusals_in_one_line(compute):
+    stencil = CASES["heat-3d-7-point"][0]
+    u0, _ = _inputs((5, 6, 7), (), np.float32)
+    with pytest.raises(UnknownNameError, match="unknown stencil kernel 'fast'"):
+        stencil.run(u0, 1, device=compute, kernel="fast")
+    with pytest.raises(InvalidArgumentError, match="leaves no tile"):
+        stencil.run(u0, 1, device=compute, kernel="tiled",
+                    kernel_params={"local_w": 4, "local_h": 2, "local_d": 2, "max_steps": 3})
+    with pytest.raises(InvalidArgumentError, match="has no parameter 'rows'"):
+        stencil.run(u0, 1, device=compute, kernel="stream", kernel_params={"rows": 2})
