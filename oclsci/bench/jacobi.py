@@ -19,7 +19,7 @@ from oclsci.jacobi.runner import run
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import choose_config, round_up
 from oclsci.runtime import programs
-from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.launch import Pacer
 
 SEED_ITERATIONS = 150000
 QUICK_ITERATIONS = 1000

@@ -16,7 +16,7 @@ import click
 
 from oclsci import __version__
 from oclsci.errors import KernelBuildError, OclsciError, OclsciWarning, first_line
-from oclsci.runtime.launcher import wants_mpi
+from oclsci.runtime import wants_mpi
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, SignalExit, install_exit_handlers
 from oclsci.workloads import distributed_commands, workload_commands
 

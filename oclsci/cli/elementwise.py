@@ -15,7 +15,7 @@ from oclsci.elementwise.kernels import TYPE_NAMES
 from oclsci.elementwise.ops import OPS
 from oclsci.errors import InputError, OclsciError, UnknownNameError
 from oclsci.runtime.device import create_context
-from oclsci.runtime.timing import event_seconds
+from oclsci.runtime.launch import event_seconds
 
 
 class CheckFailed(OclsciError):

@@ -22,7 +22,7 @@ from oclsci.jacobi.checks import check_iterations, check_run_options
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.tuning import KernelConfig
 from oclsci.runtime.device import as_compute_context
-from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.launch import Pacer
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
 
 
@@ -94,7 +94,7 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
     ``check_every`` steps when ``tol`` is set, call ``checkpoint`` every ``checkpoint_every``
     steps, report ``progress(done, total)``, and on ``should_stop()`` write a checkpoint and
     raise :class:`Interrupted`. The host stays about a tenth of a second of device work ahead
-    (:class:`~oclsci.runtime.pacing.Pacer`) and polls ``should_stop`` that often. ``residual=False``
+    (:class:`~oclsci.runtime.launch.Pacer`) and polls ``should_stop`` that often. ``residual=False``
     skips the final residual (NaN in the result), for timings.
     """
     iterations = check_iterations(iterations)
