@@ -90,7 +90,7 @@ def test_oclsci_jacobi_on_one_device_loads_few_modules(tmp_path):
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert not [m for m in loaded if m.startswith(("oclsci.mpi", "oclsci.mandelbrot",
                                                      "oclsci.lombscargle", "oclsci.poisson",
-                                                     "oclsci.jacobi.tuning.search"))], loaded
+                                                     "oclsci.jacobi.tuner"))], loaded
     assert len(loaded) <= 43, (len(loaded), loaded)
 
 

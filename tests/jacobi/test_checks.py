@@ -1,4 +1,4 @@
-"""The argument checks of oclsci.jacobi.checks, without a device: NaN, infinities and values
+"""The argument checks of oclsci.arrays, without a device: NaN, infinities and values
 beyond the dtype found wherever they sit, in every float type; integers always pass."""
 
 from __future__ import annotations
