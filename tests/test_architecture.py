@@ -98,7 +98,7 @@ def test_the_workload_commands_leave_placement_device_and_signals_to_the_driver(
     """No command module asks for the MPI world; the workload commands that run a job open
     no device and hold no stop flag: oclsci.driver does, for all of them (`elementwise` times
     one operation, `laplacian` is NumPy on the host)."""
-    from oclsci.workloads import workload_commands
+    from oclsci import workload_commands
 
     driven = {module for name, module in workload_commands().items()
               if name not in ("elementwise", "laplacian")}

@@ -16,7 +16,7 @@ import re
 import click
 import numpy as np
 
-from oclsci.cli.options import device_option, dtype_option, quiet_option
+from oclsci.cli import device_option, dtype_option, quiet_option
 from oclsci.errors import InputError
 from oclsci.jacobi import kernels
 from oclsci.jacobi.tuner import save_report, tune
