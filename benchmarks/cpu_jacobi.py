@@ -22,11 +22,11 @@ import numpy as np
 import pyopencl as cl
 
 import oclsci
+from oclsci.jacobi.kernels import KernelConfig, device_default
 from oclsci.jacobi.picture import builtin_picture
 from oclsci.jacobi.reference import jacobi_step, laplacian
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import KernelConfig, device_default
-from oclsci.jacobi.tuning.search import save_report, tune
+from oclsci.jacobi.tuner import save_report, tune
 
 warnings.simplefilter("ignore", cl.CompilerWarning)
 

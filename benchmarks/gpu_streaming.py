@@ -7,7 +7,7 @@ in PYOPENCL_CTX:
     OCLSCI_TUNE_CACHE=off python3 benchmarks/gpu_streaming.py
     OCLSCI_TUNE_CACHE=off python3 benchmarks/gpu_streaming.py --sizes 16384 --sweep
 
-Timing and checks are the tuner's (``oclsci.jacobi.tuning.search.tune`` with a given list of
+Timing and checks are the tuner's (``oclsci.jacobi.tuner.tune`` with a given list of
 configurations): each configuration's result after 75 steps is compared bit for bit with the
 plain coalesced kernel's on the device, then it is timed, the fastest again for longer.
 ``--sweep`` adds, at each size, ``streaming`` configurations around the default.
@@ -21,9 +21,9 @@ import itertools
 import numpy as np
 import pyopencl as cl
 
-from oclsci.jacobi.specs.streaming import SPEC, check, halos, registers
-from oclsci.jacobi.tuning import KernelConfig, device_default
-from oclsci.jacobi.tuning.search import device_facts, predict_seconds_per_step, tune
+from oclsci.jacobi.kernels import KernelConfig, device_default
+from oclsci.jacobi.specs.streaming import STREAMING, check, halos, registers
+from oclsci.jacobi.tuner import device_facts, predict_seconds_per_step, tune
 from oclsci.runtime import programs
 from oclsci.runtime.device import create_context
 
@@ -72,7 +72,7 @@ def narrowing(text: str) -> tuple[str, tuple]:
     key, _, values = text.partition("=")
     if key not in SWEEP:
         raise argparse.ArgumentTypeError(f"unknown parameter {key!r}: one of {', '.join(SWEEP)}")
-    param = next(p for p in SPEC.params if p.name == key)
+    param = next(p for p in STREAMING.params if p.name == key)
     try:
         return key, tuple(param.parse(v) for v in values.split(","))
     except ValueError as error:

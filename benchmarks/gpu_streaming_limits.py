@@ -29,9 +29,9 @@ import re
 import numpy as np
 import pyopencl as cl
 
+from oclsci.jacobi.kernels import KernelConfig, device_default
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.specs.streaming import SPEC
-from oclsci.jacobi.tuning import KernelConfig, device_default
+from oclsci.jacobi.specs.streaming import STREAMING
 from oclsci.runtime import programs
 from oclsci.runtime.device import create_context
 
@@ -92,7 +92,7 @@ def seconds_per_step(compute, kernel, solver: JacobiSolver, launches: int) -> fl
 def parse_setting(text: str) -> tuple[str, object]:
     """``KEY=VALUE``: one of the streaming kernel's parameters and its value."""
     key, _, value = text.partition("=")
-    params = {p.name: p for p in SPEC.params}
+    params = {p.name: p for p in STREAMING.params}
     if key not in params:
         raise argparse.ArgumentTypeError(f"unknown parameter {key!r}: one of "
                                          f"{', '.join(params)}")

@@ -26,12 +26,12 @@ import subprocess, sys, time
 import numpy as np
 from oclsci.runtime.device import create_context
 from oclsci.jacobi.reference import jacobi_numpy, laplacian
-from oclsci.jacobi.tuning import suited_kernels
+from oclsci.jacobi.kernels import suited
 from oclsci.jacobi.picture import builtin_picture
 out = sys.argv[1]
 rhs = laplacian(builtin_picture())
 np.save(f"{out}/rhs.npy", rhs)
-kernels = ("auto",) + suited_kernels(create_context())
+kernels = ("auto",) + suited(create_context().is_cpu)
 for kernel in kernels:
     result = subprocess.run([sys.executable, "-m", "oclsci", "jacobi", f"{out}/rhs.npy",
                              "--kernel", kernel, "-o", f"{out}/x_{kernel}.npy"],

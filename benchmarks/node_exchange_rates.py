@@ -27,7 +27,7 @@ import pyopencl as cl
 from mpi4py import MPI
 
 from oclsci.runtime.device import create_context
-from oclsci.runtime.hostmem import pinned_empty
+from oclsci.runtime.memory import pinned_empty
 
 REPEAT = 30
 

@@ -26,8 +26,8 @@ import numpy as np
 import pyopencl.array as cla
 from pyopencl.reduction import ReductionKernel
 
+from oclsci.jacobi.kernels import KernelConfig
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import KernelConfig
 from oclsci.runtime.device import as_compute_context
 from oclsci.runtime.reduction import map_reduction
 

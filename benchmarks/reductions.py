@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
+from oclsci.jacobi.kernels import KernelConfig
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import KernelConfig
 from oclsci.runtime.device import as_compute_context
 
 
@@ -48,7 +48,7 @@ def residual(compute, size: int, dtype, repeats: int) -> None:
     print(f"residual {np.dtype(dtype).name:8} {size}^2: {1e3 * seconds:8.2f} ms  "
           f"sum {exact(value)}  rows 1..{size // 2 + 1} {exact(half)}")
     if hasattr(solver, "x_buffers"):
-        from oclsci.jacobi.tuning.search import _DeviceCompare
+        from oclsci.jacobi.tuner import _DeviceCompare
 
         compare = _DeviceCompare(solver)
         print(f"compare  {np.dtype(dtype).name:8} {size}^2: differing cells "

@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 
+from oclsci.jacobi.kernels import KernelConfig
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.specs.streaming import halos, resident_groups
-from oclsci.jacobi.tuning import KernelConfig
-from oclsci.jacobi.tuning.search import device_facts, time_per_step
+from oclsci.jacobi.tuner import device_facts, time_per_step
 from oclsci.runtime.device import create_context
 
 

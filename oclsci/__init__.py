@@ -3,9 +3,20 @@
 One Python code for NVIDIA, AMD and Intel GPUs and for CPUs through PoCL. The device comes from
 ``device=`` / ``--device``, then ``PYOPENCL_CTX``, then the first GPU (see
 :mod:`oclsci.runtime.device`). docs/architecture.md draws how the packages depend on each other.
+
+The workloads oclsci runs have one record each here (:data:`WORKLOADS`): the commands it adds,
+its ``oclsci selftest`` checks, its ``oclsci bench`` cases and its runner over MPI ranks.
+Records name modules as strings, so that reading them loads nothing; the command line,
+``oclsci bench`` and ``oclsci selftest`` iterate over them. Adding a workload: its package (its
+NumPy reference, kernels, command, ``selftest.py``, bench cases) and one record here
+(docs/architecture.md, "Adding a workload").
 """
 
 from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -17,6 +28,62 @@ from oclsci.errors import (  # noqa: E402
     NoPlatformError,
     OclsciError,
 )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one workload brings, by module name."""
+
+    name: str
+    # command name -> the module defining ``<name>_command`` (a click command)
+    commands: dict[str, str] = field(default_factory=dict)
+    # the module defining ``selftest_checks(compute, size)``
+    selftest: str | None = None
+    # the module defining its bench cases (see oclsci.bench.runner)
+    bench: str | None = None
+    # whether ``oclsci bench all`` runs it (some references take minutes on a CPU)
+    bench_in_all: bool = True
+    # command name -> the module of its runner over MPI ranks (the commands that run as
+    # ranks agree on their command line at start)
+    distributed: dict[str, str] = field(default_factory=dict)
+
+    def selftest_checks(self, compute: Any, size: dict) -> list:
+        """Its selftest's ``(name, check)`` pairs for ``compute`` (none without checks)."""
+        if self.selftest is None:
+            return []
+        return list(importlib.import_module(self.selftest).selftest_checks(compute, size))
+
+
+WORKLOADS = (
+    Workload("jacobi", {"jacobi": "oclsci.cli.jacobi", "laplacian": "oclsci.cli.jacobi"},
+             selftest="oclsci.jacobi.selftest", bench="oclsci.bench.jacobi",
+             distributed={"jacobi": "oclsci.jacobi.distributed"}),
+    Workload("mandelbrot", {"mandelbrot": "oclsci.cli.mandelbrot"},
+             selftest="oclsci.mandelbrot.selftest", bench="oclsci.bench.mandelbrot",
+             distributed={"mandelbrot": "oclsci.mandelbrot.distributed"}),
+    Workload("elementwise", {"elementwise": "oclsci.cli.elementwise"},
+             selftest="oclsci.elementwise.selftest", bench="oclsci.bench.elementwise"),
+    # Named only in bench: Jacobi to the Poisson case's tolerance, and SciPy's Lomb-Scargle
+    # at the seed's size, take minutes on a CPU core.
+    Workload("poisson", {"poisson": "oclsci.cli.poisson"}, selftest="oclsci.poisson.selftest",
+             bench="oclsci.bench.poisson", bench_in_all=False,
+             distributed={"poisson": "oclsci.poisson.distributed"}),
+    Workload("lombscargle", {"lombscargle": "oclsci.cli.lombscargle"},
+             selftest="oclsci.lombscargle.selftest", bench="oclsci.bench.lombscargle",
+             bench_in_all=False, distributed={"lombscargle": "oclsci.lombscargle.distributed"}),
+    Workload("stencil", {"stencil": "oclsci.cli.stencil"}, selftest="oclsci.stencil.selftest"),
+)
+
+
+def workload_commands() -> dict[str, str]:
+    """Every workload's commands: name -> module."""
+    return {name: module for workload in WORKLOADS for name, module in workload.commands.items()}
+
+
+def distributed_commands() -> frozenset[str]:
+    """The commands that run as MPI ranks when a launcher starts several."""
+    return frozenset(name for workload in WORKLOADS for name in workload.distributed)
+
 
 # Loaded on first use (PEP 562), so that the command line starts NumPy's and the drivers'
 # threads itself, with the stop signals blocked in them (see oclsci.runtime.signals).
@@ -36,8 +103,6 @@ def __getattr__(name: str):
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'oclsci' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(f".{module}", __name__), name)
 
 

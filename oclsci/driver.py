@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from oclsci.io import write_outputs
+from oclsci.runtime import wants_mpi
 from oclsci.runtime.device import create_context
-from oclsci.runtime.launcher import wants_mpi
 from oclsci.runtime.signals import StopFlag
 
 # progress(total, start) -> a context manager yielding update(done, total[, note]).

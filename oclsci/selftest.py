@@ -16,7 +16,7 @@ small but non-trivial problem and compares with the NumPy reference:
   bound of the dtype (:func:`~oclsci.lombscargle.periodogram.float32_bound`; 1e-9 in float64).
 
 Each workload's checks are in its package (``oclsci/<workload>/selftest.py``), listed by
-:data:`oclsci.workloads.WORKLOADS`. A check that fails to build or to launch is a FAIL with the
+:data:`oclsci.WORKLOADS`. A check that fails to build or to launch is a FAIL with the
 error's first line, not a crash.
 """
 
@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from oclsci import WORKLOADS
 from oclsci.errors import first_line
 from oclsci.runtime.device import ComputeContext
-from oclsci.workloads import WORKLOADS
 
 # Problem sizes: odd, not multiples of any work-group or tile; steps not a multiple of any
 # kernel's steps per launch. --quick uses the smaller set.
@@ -58,7 +58,7 @@ class Check:
 
 
 def all_checks(compute: ComputeContext, quick: bool = False) -> list[tuple[str, Callable]]:
-    """Every workload's checks for ``compute`` (oclsci.workloads): ``(name, function returning
+    """Every workload's checks for ``compute`` (oclsci.WORKLOADS): ``(name, function returning
     (passed, diff, detail))``."""
     size = SIZES["quick" if quick else "full"]
     return [check for workload in WORKLOADS for check in workload.selftest_checks(compute, size)]

@@ -77,8 +77,8 @@ def test_the_cycle_finder_finds_one():
 
 def test_oclsci_jacobi_on_one_device_loads_few_modules(tmp_path):
     """`oclsci jacobi INPUT` on one device: nothing of oclsci.mpi, the other workloads or the
-    tuner, and at most 43 oclsci modules in all (42 when this was written, then the residual's
-    oclsci.runtime.reduction)."""
+    tuner, and at most 30 oclsci modules in all (42 before small modules were folded into
+    their natural homes)."""
     np.save(tmp_path / "b.npy", np.ones((16, 16)))
     code = ("import sys; from oclsci.cli import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
@@ -90,15 +90,15 @@ def test_oclsci_jacobi_on_one_device_loads_few_modules(tmp_path):
     loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert not [m for m in loaded if m.startswith(("oclsci.mpi", "oclsci.mandelbrot",
                                                      "oclsci.lombscargle", "oclsci.poisson",
-                                                     "oclsci.jacobi.tuning.search"))], loaded
-    assert len(loaded) <= 43, (len(loaded), loaded)
+                                                     "oclsci.jacobi.tuner"))], loaded
+    assert len(loaded) <= 30, (len(loaded), loaded)
 
 
 def test_the_workload_commands_leave_placement_device_and_signals_to_the_driver():
     """No command module asks for the MPI world; the workload commands that run a job open
     no device and hold no stop flag: oclsci.driver does, for all of them (`elementwise` times
     one operation, `laplacian` is NumPy on the host)."""
-    from oclsci.workloads import workload_commands
+    from oclsci import workload_commands
 
     driven = {module for name, module in workload_commands().items()
               if name not in ("elementwise", "laplacian")}

@@ -1,11 +1,11 @@
-"""Every workload's record (oclsci.workloads) names modules that exist and define what the
+"""Every workload's record (oclsci.WORKLOADS) names modules that exist and define what the
 command line, the selftest and the bench look for in them."""
 
 from __future__ import annotations
 
 import importlib
 
-from oclsci.workloads import WORKLOADS, distributed_commands, workload_commands
+from oclsci import WORKLOADS, distributed_commands, workload_commands
 
 
 def test_every_record_names_what_exists():

@@ -21,7 +21,7 @@ import pyopencl as cl
 
 from oclsci.errors import OclsciError
 from oclsci.runtime import signals
-from oclsci.runtime.timing import timed
+from oclsci.runtime.launch import timed
 
 # Errors that mark one variant as failed to run rather than stopping the whole benchmark (the
 # table shows the message): OpenCL's (build failure, device out of memory), oclsci's (bad input,

@@ -19,7 +19,7 @@ from pyopencl.elementwise import ElementwiseKernel
 
 from oclsci.bench.core import Case, Timing, compare_arrays, host_timed
 from oclsci.elementwise.ops import AXPY
-from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.launch import Pacer
 
 DTYPE = np.dtype(np.float32)
 ALPHA = np.float32(0.5)

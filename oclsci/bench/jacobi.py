@@ -12,14 +12,14 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.bench.core import Case, Timing, compare_arrays, host_timed
-from oclsci.jacobi.kernels import KERNELS
+from oclsci.jacobi.kernels import KERNELS, choose_config
 from oclsci.jacobi.picture import builtin_picture
 from oclsci.jacobi.reference import jacobi_step, laplacian
 from oclsci.jacobi.runner import run
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import choose_config, round_up
+from oclsci.kernelspec import round_up
 from oclsci.runtime import programs
-from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.launch import Pacer
 
 SEED_ITERATIONS = 150000
 QUICK_ITERATIONS = 1000

@@ -26,7 +26,7 @@ import pyopencl as cl
 from oclsci.bench.core import Case, Check, Timing, host_timed
 from oclsci.lombscargle import VARIANTS, Periodogram, auto_variant, float32_bound, lombscargle_numpy
 from oclsci.runtime import programs
-from oclsci.runtime.timing import timed
+from oclsci.runtime.launch import timed
 
 SEED_CASE = (2**10, 2**20)
 QUICK_CASE = (2**10, 2**14)

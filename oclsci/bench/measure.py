@@ -22,7 +22,7 @@ from typing import Any
 
 from oclsci.bench.core import VARIANT_ERRORS, Case, Check, Timing, Variant, finite_only
 from oclsci.errors import first_line
-from oclsci.runtime.timing import timed
+from oclsci.runtime.launch import timed
 
 
 @dataclass(frozen=True)

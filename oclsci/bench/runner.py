@@ -21,16 +21,16 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
+from oclsci import WORKLOADS as ALL_WORKLOADS
 from oclsci import __version__
 from oclsci.bench.core import VARIANT_ERRORS, Case, Progress
 from oclsci.bench.measure import FULL, QUICK, run_case
 from oclsci.errors import InputError, UnknownNameError, first_line
 from oclsci.runtime.device import create_context
-from oclsci.workloads import WORKLOADS as ALL_WORKLOADS
 
 SCHEMA_ID = "oclsci-bench/1"
 # Workload name -> module of this package with ``cases(compute, quick) -> (cases, skipped)``.
-# Workload -> the module of its cases, from the workloads' records (oclsci.workloads); some
+# Workload -> the module of its cases, from the workloads' records (oclsci.WORKLOADS); some
 # are run only when named (their references take minutes on a CPU core).
 WORKLOADS = {workload.name: workload.bench for workload in ALL_WORKLOADS if workload.bench}
 NOT_IN_ALL = tuple(workload.name for workload in ALL_WORKLOADS

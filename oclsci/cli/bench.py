@@ -13,7 +13,7 @@ from oclsci.bench.report import (
     write_plot,
 )
 from oclsci.bench.runner import failures, parse_workloads, run_bench
-from oclsci.cli.options import device_option, quiet_option
+from oclsci.cli import device_option, quiet_option
 from oclsci.errors import InputError, OclsciError
 from oclsci.io import check_output_path
 from oclsci.runtime.device import create_context

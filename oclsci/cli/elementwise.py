@@ -10,12 +10,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
-from oclsci.cli.options import device_option, quiet_option
+from oclsci.cli import device_option, quiet_option
 from oclsci.elementwise.kernels import TYPE_NAMES
 from oclsci.elementwise.ops import OPS
 from oclsci.errors import InputError, OclsciError, UnknownNameError
 from oclsci.runtime.device import create_context
-from oclsci.runtime.timing import event_seconds
+from oclsci.runtime.launch import event_seconds
 
 
 class CheckFailed(OclsciError):

@@ -13,7 +13,7 @@ import click
 import numpy as np
 
 from oclsci.arrays import check_finite, validate_grid
-from oclsci.cli.options import (
+from oclsci.cli import (
     device_option,
     progress_every_option,
     progress_maker,

@@ -11,7 +11,7 @@ import functools
 
 import click
 
-from oclsci.cli.options import (
+from oclsci.cli import (
     device_option,
     progress_every_option,
     progress_maker,

@@ -12,7 +12,7 @@ import statistics
 
 import click
 
-from oclsci.cli.options import device_option, dtype_option, quiet_option
+from oclsci.cli import device_option, dtype_option, quiet_option
 from oclsci.mandelbrot.driver import MandelbrotJob, MandelbrotOutcome, run_job
 from oclsci.mandelbrot.renderer import DEFAULTS
 from oclsci.mandelbrot.shading import RENDERERS

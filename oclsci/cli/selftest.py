@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from oclsci.cli.options import device_option
+from oclsci.cli import device_option
 from oclsci.errors import OclsciError
 from oclsci.io import atomic_path, check_output_path
 from oclsci.runtime.device import create_context
-from oclsci.runtime.timing import timed
+from oclsci.runtime.launch import timed
 from oclsci.selftest import selftest, summary
 
 

@@ -11,7 +11,7 @@ import time
 
 import click
 
-from oclsci.cli.options import (
+from oclsci.cli import (
     device_option,
     dtype_option,
     progress_every_option,

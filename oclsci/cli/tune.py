@@ -1,6 +1,6 @@
 """``oclsci tune``: find the fastest exact Jacobi kernel configuration for a device, and cache it.
 
-The search (:func:`oclsci.jacobi.tuning.search.tune`) tries tile shapes, steps per launch and
+The search (:func:`oclsci.jacobi.tuner.tune`) tries tile shapes, steps per launch and
 work-group shapes within a time budget, checks every candidate bit for bit, and stores the
 winners in the tuning cache (``$OCLSCI_TUNE_CACHE``, else ``$XDG_CACHE_HOME/oclsci/tuning.json``,
 else ``~/.cache/oclsci/tuning.json``) under the device, its driver, oclsci's version, the dtype
@@ -16,11 +16,11 @@ import re
 import click
 import numpy as np
 
-from oclsci.cli.options import device_option, dtype_option, quiet_option
+from oclsci.cli import device_option, dtype_option, quiet_option
 from oclsci.errors import InputError
 from oclsci.jacobi import kernels
-from oclsci.jacobi.tuning import check_writable
-from oclsci.jacobi.tuning.search import save_report, tune
+from oclsci.jacobi.tuner import save_report, tune
+from oclsci.kernelspec.registry import check_writable
 from oclsci.runtime.device import create_context
 
 

@@ -17,7 +17,7 @@ from numpy.lib import format as npy_format
 
 from oclsci.errors import InputError, first_line
 from oclsci.io import atomic_path
-from oclsci.jacobi.checks import MAX_ITERATIONS
+from oclsci.jacobi.runner import MAX_ITERATIONS
 
 FORMAT_VERSION = 1
 

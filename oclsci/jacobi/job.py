@@ -16,7 +16,7 @@ from oclsci.arrays import check_fits
 from oclsci.errors import InputError, Interrupted
 from oclsci.io import check_distinct_outputs, check_inputs_kept, check_output_path, read_array
 from oclsci.jacobi import kernels
-from oclsci.jacobi.checks import MAX_ITERATIONS
+from oclsci.jacobi.runner import MAX_ITERATIONS
 from oclsci.jacobi.solver import validate_rhs
 from oclsci.runtime.signals import signal_name
 

@@ -1,24 +1,34 @@
-"""The registry of Jacobi kernels: one :class:`~oclsci.jacobi.specs.JacobiSpec` per kernel,
-and :class:`KernelConfig`, a kernel of it with its parameters and work-group shape.
+"""The registry of Jacobi kernels, and the configuration each run takes: defaults per device
+type, the tuned ones, the choice.
 
-A spec (``oclsci/jacobi/specs/<name>.py``) holds everything about its kernel: parameters and
-their limits, template (``kernels/jacobi/<name>.cl.mako``), argument list by name, steps per
-launch, launch shape, work-group, local memory, scratch buffers, defaults per device type,
-tuning space, cost model, the device kinds it suits, and configurations for the tests.
-:data:`KERNELS` lists them in the order commands show them; :data:`REGISTRY`
-(:class:`oclsci.kernelspec.registry.Registry`) is the one place an unknown name is refused.
-The solver, the defaults, the tuner, the commands and the tests read them. Adding a kernel:
-docs/architecture.md.
+:data:`KERNELS` holds one :class:`~oclsci.jacobi.specs.JacobiSpec` per kernel, in the order
+commands show them; :data:`REGISTRY` (:class:`oclsci.kernelspec.registry.Registry`) is the one
+place an unknown name is refused. A spec (in ``oclsci/jacobi/specs/``) holds everything about
+its kernel: parameters and their limits, template (``kernels/jacobi/<name>.cl.mako``), argument
+list by name, steps per launch, launch shape, work-group, local memory, scratch buffers,
+defaults per device type, tuning space, cost model, the device kinds it suits, and
+configurations for the tests. A :class:`KernelConfig` is a kernel of it with its parameters and
+work-group shape. Adding a kernel: docs/architecture.md.
+
+:func:`default_candidates` checks a kernel's defaults against a device's limits;
+:func:`choose_config` gives the configuration for a kernel name on a device: ``auto`` takes the
+configuration tuned for the device, dtype and size class (the tuning cache,
+:mod:`oclsci.kernelspec.registry`, filled by ``oclsci tune``: :mod:`oclsci.jacobi.tuner`) and
+otherwise a default that suits the device type and grid.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from oclsci import kernelspec
-from oclsci.jacobi.specs import JacobiSpec, bands, blocked, coalesced, seed, streaming, temporal
+from oclsci.jacobi.specs import JacobiSpec, itemwise, streaming, tiled
 from oclsci.kernelspec.registry import Registry
 
-REGISTRY = Registry(module.SPEC for module in (seed, coalesced, blocked, temporal, streaming,
-                                               bands))
+REGISTRY = Registry((itemwise.SEED, itemwise.COALESCED, tiled.BLOCKED, tiled.TEMPORAL,
+                     streaming.STREAMING, itemwise.BANDS))
 KERNELS: dict[str, JacobiSpec] = REGISTRY.specs
 
 
@@ -35,7 +45,7 @@ class KernelConfig(kernelspec.KernelConfig):
 
     def temporal_tile(self) -> tuple[int, int]:
         """(tile_w, tile_h) of the temporal kernel: the span less a halo on each side."""
-        return temporal.tile(self.values())
+        return tiled.temporal_tile(self.values())
 
     def bands_layout(self, m: int, n: int) -> dict:
         """Tiles, workers and scratch sizes (elements) of the bands kernel on an m x n grid."""
@@ -85,3 +95,62 @@ def choices_help() -> str:
     """``--kernel``'s help: ``auto`` and every kernel of the registry with its summary."""
     return REGISTRY.choices_help("tuned with `oclsci tune`, else the default for the device "
                                  "and grid")
+
+
+def default_candidates(name: str, *, is_cpu: bool, dtype: Any = np.float32,
+                       local_mem_bytes: int = 48 * 1024, shape: tuple[int, int] | None = None,
+                       compute_units: int = 2, max_work_group_size: int = 1024
+                       ) -> list[KernelConfig]:
+    """Default configurations of ``name`` that fit the device's limits, best first.
+
+    Each fits ``max_work_group_size`` (CL_DEVICE_MAX_WORK_GROUP_SIZE) and ``local_mem_bytes``
+    (CL_DEVICE_LOCAL_MEM_SIZE). A built kernel may allow fewer work-items still
+    (CL_KERNEL_WORK_GROUP_SIZE: register pressure, or ROCm's 256 for kernels without
+    ``reqd_work_group_size``); :class:`oclsci.jacobi.JacobiSolver` then takes the next one.
+    Never empty: when nothing fits, the smallest is returned (and refused with a clear error
+    when the solver validates it).
+    """
+    facts = {"is_cpu": is_cpu, "cus": compute_units, "local_mem": local_mem_bytes,
+             "max_wg": max_work_group_size}
+    return REGISTRY.default_candidates(name, facts, dtype, shape)
+
+
+def default_config(name: str, *, is_cpu: bool, dtype: Any = np.float32,
+                   local_mem_bytes: int = 48 * 1024, shape: tuple[int, int] | None = None,
+                   compute_units: int = 2, max_work_group_size: int = 1024) -> KernelConfig:
+    """A sensible configuration of kernel ``name`` for a CPU or a GPU, without tuning: the
+    first of :func:`default_candidates`."""
+    return default_candidates(name, is_cpu=is_cpu, dtype=dtype, local_mem_bytes=local_mem_bytes,
+                              shape=shape, compute_units=compute_units,
+                              max_work_group_size=max_work_group_size)[0]
+
+
+def device_candidates(compute: Any, name: str, dtype: Any,
+                      shape: tuple[int, int]) -> list[KernelConfig]:
+    """:func:`default_candidates` for ``compute``'s device type, limits and cores."""
+    return REGISTRY.default_candidates(name, compute.facts.kernel_facts(), dtype, shape)
+
+
+def device_default(compute: Any, name: str, dtype: Any, shape: tuple[int, int]) -> KernelConfig:
+    """:func:`default_config` for ``compute``'s device type, local memory and cores."""
+    return device_candidates(compute, name, dtype, shape)[0]
+
+
+def cached_config(compute: Any, dtype: Any, shape: tuple[int, int],
+                  kernel: str | None = None) -> KernelConfig | None:
+    """The tuned configuration for this device, dtype and size class (of ``kernel``), if any."""
+    return REGISTRY.cached_config(compute, dtype, shape, kernel)
+
+
+def choose_config(compute: Any, name: str, dtype: Any, shape: tuple[int, int]) -> KernelConfig:
+    """The configuration to run kernel ``name`` (or ``auto``) on ``compute``.
+
+    A configuration tuned on this device (``oclsci tune``) for this dtype and size class wins;
+    otherwise the default for the device type and grid size.
+    """
+    check_choice(name)
+    tuned = cached_config(compute, dtype, shape, None if name == "auto" else name)
+    if tuned is not None:
+        return tuned
+    kernel = auto_kernel(compute.is_cpu, shape) if name == "auto" else name
+    return device_default(compute, kernel, dtype, shape)

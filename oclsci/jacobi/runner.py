@@ -1,6 +1,7 @@
 """Running a Jacobi solver: the loop that advances it in paced chunks between the points
 where a run must stop (halo exchanges, residual checks, checkpoints, stop requests), the
-relative residual, and the result of a run.
+checks of its arguments (step counts, tolerance, periods), the relative residual, and the
+result of a run.
 
 :func:`run` takes any solver with the interface of
 :class:`~oclsci.jacobi.solver.JacobiSolver` and a ``halo`` (:class:`SingleDevice`, or an MPI
@@ -10,6 +11,7 @@ rank's :class:`~oclsci.mpi.slabs.SlabHalo`).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,13 +19,42 @@ from typing import Any
 import numpy as np
 
 from oclsci.arrays import check_dtype, check_finite
-from oclsci.errors import ArgumentTypeError, Interrupted
-from oclsci.jacobi.checks import check_iterations, check_run_options
+from oclsci.errors import ArgumentTypeError, Interrupted, InvalidArgumentError
+from oclsci.jacobi.kernels import KernelConfig
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import KernelConfig
 from oclsci.runtime.device import as_compute_context
-from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.launch import Pacer
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
+
+# Most steps a run may ask for: far beyond any real run, small enough that step counts stay
+# exact in float64 (timings, JSON) and in the checkpoint's int64.
+MAX_ITERATIONS = 2**53
+
+
+def check_iterations(iterations: Any, name: str = "iterations") -> int:
+    """An integer step count in 0..MAX_ITERATIONS, or a typed error."""
+    if isinstance(iterations, bool) or not isinstance(iterations, numbers.Integral):
+        raise ArgumentTypeError(f"{name} must be an integer, got {type(iterations).__name__} "
+                                f"{iterations!r}")
+    if not 0 <= iterations <= MAX_ITERATIONS:
+        raise InvalidArgumentError(f"{name} must be between 0 and 2**53, got {iterations}")
+    return int(iterations)
+
+
+def check_run_options(tol: Any, check_every: Any, checkpoint_every: Any) -> None:
+    """Refuse a non-positive or NaN ``tol`` and step periods that are not positive integers."""
+    if tol is not None:
+        if isinstance(tol, bool) or not isinstance(tol, numbers.Real):
+            raise ArgumentTypeError(f"tol must be a number, got {type(tol).__name__} {tol!r}")
+        if not (math.isfinite(tol) and tol > 0):
+            raise InvalidArgumentError(f"tol must be a positive finite number, got {tol}")
+    for name, value, least in (("check_every", check_every, 1),
+                               ("checkpoint_every", checkpoint_every, 0)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ArgumentTypeError(f"{name} must be an integer, got {type(value).__name__} "
+                                    f"{value!r}")
+        if value < least:
+            raise InvalidArgumentError(f"{name} must be >= {least}, got {value}")
 
 
 @dataclass
@@ -94,7 +125,7 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
     ``check_every`` steps when ``tol`` is set, call ``checkpoint`` every ``checkpoint_every``
     steps, report ``progress(done, total)``, and on ``should_stop()`` write a checkpoint and
     raise :class:`Interrupted`. The host stays about a tenth of a second of device work ahead
-    (:class:`~oclsci.runtime.pacing.Pacer`) and polls ``should_stop`` that often. ``residual=False``
+    (:class:`~oclsci.runtime.launch.Pacer`) and polls ``should_stop`` that often. ``residual=False``
     skips the final residual (NaN in the result), for timings.
     """
     iterations = check_iterations(iterations)

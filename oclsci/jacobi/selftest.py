@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.jacobi.kernels import KERNELS
+from oclsci.jacobi.kernels import KERNELS, choose_config, device_default
 from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.jacobi.runner import run
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import choose_config, device_default
 
 # The grid whose configurations are checked too: large enough for every large-grid default and
 # for ``auto``'s choice on large grids (streaming from 2^25 cells on GPUs).

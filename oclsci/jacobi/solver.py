@@ -20,11 +20,11 @@ import pyopencl as cl
 from oclsci.arrays import check_dtype, check_fits, validate_grid
 from oclsci.errors import InputError, InvalidArgumentError
 from oclsci.jacobi import kernels
-from oclsci.jacobi.tuning import KernelConfig, choose_config, device_candidates
+from oclsci.jacobi.kernels import KernelConfig, choose_config, device_candidates
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
-from oclsci.runtime.hostmem import staged_read, staged_write
 from oclsci.runtime.launch import Launch
+from oclsci.runtime.memory import staged_read, staged_write
 from oclsci.runtime.reduction import GroupReduction
 
 KERNEL_NAMES = tuple(kernels.KERNELS)

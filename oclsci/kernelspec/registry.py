@@ -24,7 +24,7 @@ import numpy as np
 from oclsci.errors import InputError, OclsciWarning, OutputError, UnknownNameError, first_line
 from oclsci.io import atomic_path
 from oclsci.kernelspec import KernelConfig, KernelSpec
-from oclsci.runtime.cachedir import cache_home
+from oclsci.runtime import cache_home
 
 CACHE_FORMAT = 1
 _warned: set = set()

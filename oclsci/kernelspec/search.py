@@ -1,6 +1,6 @@
 """The generic parts of a search for a kernel's fastest configuration on a device.
 
-A workload's tuner (:mod:`oclsci.jacobi.tuning.search`: ``oclsci tune``) makes candidate
+A workload's tuner (:mod:`oclsci.jacobi.tuner`: ``oclsci tune``) makes candidate
 configurations, checks each one, and times it with :func:`time_per_step` within a
 :class:`SearchBudget`; :class:`TuneReport` collects the :class:`Trial` s, and the winners go to
 the tuning cache (:mod:`oclsci.kernelspec.registry`) through :func:`save_report`.

@@ -27,9 +27,9 @@ from oclsci.errors import InputError, Interrupted, OclsciWarning
 from oclsci.lombscargle.kernels import REGISTRY, auto_variant
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
+from oclsci.runtime.launch import event_seconds
 from oclsci.runtime.memory import check_memory
 from oclsci.runtime.signals import stop_exit_code
-from oclsci.runtime.timing import event_seconds
 
 # "auto" (the default): the variants' registry chooses (oclsci.lombscargle.kernels).
 DEFAULT_VARIANT = "auto"

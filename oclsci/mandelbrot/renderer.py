@@ -28,10 +28,9 @@ from oclsci.errors import InputError
 from oclsci.mandelbrot.reference import coordinates, log_horizon_of
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext, as_compute_context
-from oclsci.runtime.hostmem import pinned_empty
-from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.launch import Pacer, Stopwatch
+from oclsci.runtime.memory import pinned_empty
 from oclsci.runtime.partition import row_band  # noqa: F401 - public here since 0.1
-from oclsci.runtime.timing import Stopwatch
 
 DEFAULTS = {
     "width": 1500, "height": 1250, "maxiter": 400,
@@ -286,7 +285,7 @@ class MandelbrotRenderer:
     def run(self, want_z: bool = False, want_smooth: bool = True) -> MandelbrotResult:
         """Compute the image (or band); copy back the counts and the arrays asked for.
 
-        Long images (large ``maxiter``) go in bands of rows, paced (:mod:`oclsci.runtime.pacing`) so
+        Long images (large ``maxiter``) go in bands of rows, paced (:mod:`oclsci.runtime.launch`) so
         that the host is at most a fraction of a second ahead and a signal stops the run
         between bands (see :mod:`oclsci.runtime.signals`).
         """

@@ -31,7 +31,7 @@ import pyopencl as cl
 
 from oclsci.errors import InputError
 from oclsci.mpi.world import TAG_HALO, World
-from oclsci.runtime.hostmem import pinned_empty
+from oclsci.runtime.memory import pinned_empty
 
 # Each rank's part of the window starts at a multiple of this (a driver pins whole pages).
 PART_ALIGNMENT = 1 << 16

@@ -19,15 +19,15 @@ from typing import Any
 import numpy as np
 
 from oclsci.errors import EXIT_USAGE, InputError, OclsciError, first_line, pip_extra
-from oclsci.runtime.binding import node_name, visible_gpus
-from oclsci.runtime.device import create_context
-from oclsci.runtime.launcher import (  # noqa: F401 - public here too
+from oclsci.runtime import (  # noqa: F401 - public here too
     PRESENCE_VARIABLES,
     SIZE_VARIABLES,
     launcher_world_size,
     node_local_rank,
     wants_mpi,
 )
+from oclsci.runtime.binding import node_name, visible_gpus
+from oclsci.runtime.device import create_context
 from oclsci.runtime.signals import SignalExit, active_flag, helper_threads_blocked
 from oclsci.runtime.streams import wait_until_read
 

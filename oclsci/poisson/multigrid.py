@@ -27,8 +27,7 @@ from oclsci.poisson.hierarchy import COARSEST_CELLS, Level
 from oclsci.poisson.kernels import KERNEL_PREFIX, REGISTRY, TEMPLATE
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
-from oclsci.runtime.launch import Launch
-from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.launch import Launch, Pacer
 from oclsci.runtime.reduction import GroupReduction
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
 
@@ -77,7 +76,7 @@ class _StopPoll:
     ``should_stop``, not the :class:`Multigrid`, so that a plan makes no reference cycle.
 
     On one device (``paced``) it is called after every finest-level sweep and polls by time,
-    whatever the grid's size: a :class:`~oclsci.runtime.pacing.Pacer` keeps the host a
+    whatever the grid's size: a :class:`~oclsci.runtime.launch.Pacer` keeps the host a
     fraction of a second of device work ahead and the poll comes at each of its waits. Under
     MPI the poll is collective: every rank polls at every call, after waiting for its queue.
     """

@@ -21,8 +21,8 @@ from oclsci.runtime.health import (
     check_before_build,
     disable_unusable_pyopencl_cache,
 )
+from oclsci.runtime.launch import Stopwatch
 from oclsci.runtime.selection import describe_device, get_platforms, select_device
-from oclsci.runtime.timing import Stopwatch
 
 
 class ComputeContext:

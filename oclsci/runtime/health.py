@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from oclsci.errors import NoPlatformError, OclsciWarning
-from oclsci.runtime.cachedir import cache_home
+from oclsci.runtime import cache_home
 
 POCL_PLATFORM_NAME = "portable computing language"
 # Free space PoCL needs in its cache to build a program (a program's cache entry is a few MB).

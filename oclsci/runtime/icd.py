@@ -40,7 +40,7 @@ from importlib import metadata
 from pathlib import Path
 
 from oclsci.errors import OclsciWarning, pip_extra
-from oclsci.runtime.cachedir import cache_home
+from oclsci.runtime import cache_home
 
 INTEL_DISTRIBUTION = "intel-opencl-rt"
 INTEL_LIBRARY = "libintelocl.so"

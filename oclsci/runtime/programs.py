@@ -33,7 +33,7 @@ from mako.exceptions import MakoException
 from mako.lookup import TemplateLookup
 
 from oclsci.errors import KernelBuildError
-from oclsci.runtime.cachedir import cache_home
+from oclsci.runtime import cache_home
 
 # How every template is looked up (part of the compiled templates' folder name).
 LOOKUP_OPTIONS = {"strict_undefined": True, "input_encoding": "utf-8"}

@@ -30,10 +30,6 @@ from oclsci.runtime.health import (
     empty_platform_reason,
 )
 from oclsci.runtime.icd import INTEL_LIBRARY, INTEL_PLATFORM, register_pip_runtimes
-from oclsci.runtime.launcher import (  # noqa: F401 - LOCAL_RANK_VARIABLES: public here
-    LOCAL_RANK_VARIABLES,
-    node_local_rank,
-)
 
 NO_PLATFORM_HELP = (
     "no OpenCL platform found: install one for the CPU with " + pip_extra("pocl") + ", or your "

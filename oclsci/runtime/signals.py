@@ -6,7 +6,7 @@ Three regimes, whatever the terminal:
   main thread at once, and the CLI exits with 128 + the signal's number.
 - During a computation (``with StopFlag() as stop:``) the stop signals are blocked in the main
   thread and collected by polling ``stop()`` at the host's synchronisation points (see
-  :mod:`oclsci.runtime.pacing`). Threads that OpenCL drivers start inside the block inherit
+  :mod:`oclsci.runtime.launch`). Threads that OpenCL drivers start inside the block inherit
   the mask, so no driver thread takes the signal, and PoCL's LLVM, which installs its own
   handlers while it compiles (and drops SIGUSR1), never sees one: a signal sent during a
   kernel build stays pending and is acted on as soon as the build ends.

@@ -18,7 +18,7 @@ import numpy as np
 from oclsci.arrays import check_finite
 from oclsci.errors import ArgumentTypeError, Interrupted
 from oclsci.runtime.device import as_compute_context
-from oclsci.runtime.pacing import Pacer
+from oclsci.runtime.launch import Pacer
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
 from oclsci.stencil.language import Expression, parse
 from oclsci.stencil.problem import Problem, prepare, round_scalar

@@ -365,7 +365,7 @@ def test_outputs_are_checked_before_computing(rhs_file, tmp_path, args, fragment
 ])
 def test_out_of_range_tuning_entries_are_ignored_with_one_warning(tmp_path, any_compute,
                                                                   params):
-    from oclsci.jacobi.tuning import cache_key
+    from oclsci.kernelspec.registry import cache_key
 
     rhs = np.random.default_rng(2).standard_normal((24, 20)).astype(np.float32)
     np.save(tmp_path / "b.npy", rhs)
@@ -383,7 +383,7 @@ def test_out_of_range_tuning_entries_are_ignored_with_one_warning(tmp_path, any_
 
 
 def test_tune_cache_off_writes_nothing(tmp_path, monkeypatch):
-    from oclsci.jacobi.tuning import cache_disabled, load_cache, save_entry
+    from oclsci.kernelspec.registry import cache_disabled, load_cache, save_entry
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("OCLSCI_TUNE_CACHE", "off")

@@ -1,4 +1,4 @@
-"""Progress in a batch job's log (``oclsci.cli.options``): a line at a steady interval of a
+"""Progress in a batch job's log (``oclsci.cli``): a line at a steady interval of a
 clock the test drives, one at the end; through the command, lines in a redirected run."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 import numpy as np
 from conftest import run_cli
 
-from oclsci.cli.options import format_duration, progress_log
+from oclsci.cli import format_duration, progress_log
 
 
 class FakeClock:

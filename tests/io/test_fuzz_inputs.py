@@ -237,17 +237,10 @@ def test_checkpoint_reader_on_crafted_fields(tmp_path, name):
         assert "\n" not in str(error)
 
 
-def _tuning():
-    from oclsci.jacobi import tuning as jacobi_tuning
-
-    if not hasattr(jacobi_tuning, "load_cache"):
-        pytest.skip("the tuning cache has not landed (oclsci.jacobi.tuning.load_cache)")
-    return jacobi_tuning
-
-
 def test_tuning_cache_reader_on_broken_files(tmp_path, capsys):
     """A broken cache is ignored with one warning line; it never raises."""
-    tuning = _tuning()
+    from oclsci.kernelspec.registry import load_cache
+
     seed = json.dumps({"format": 1, "entries": {"dev | driver 1 | oclsci 0 | float32 | c~2^4": {
         "best": {"kernel": "coalesced", "params": {"rows_per_item": 2}},
         "kernels": {}}}}).encode()
@@ -260,7 +253,7 @@ def test_tuning_cache_reader_on_broken_files(tmp_path, capsys):
         with time_limit(READER_TIMEOUT_S, "load_cache"), \
                 warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            entries = tuning.load_cache(path)
+            entries = load_cache(path)
         assert isinstance(entries, dict)
         for warning in caught:
             assert warning.category is OclsciWarning, warning
@@ -288,17 +281,19 @@ json_values = st.recursive(
 def test_tuning_cache_entries_of_any_shape_are_ignored_or_used(any_compute, tmp_path_factory,
                                                                 entry):
     """Whatever a cache entry holds, choosing a configuration gives a valid one or the default."""
-    tuning = _tuning()
+    from oclsci.jacobi.kernels import KernelConfig, cached_config
+    from oclsci.kernelspec.registry import cache_key
+
     path = tmp_path_factory.mktemp("cache") / "tuning.json"
     shape = (8, 8)
-    key = tuning.cache_key(any_compute, np.float32, shape)
+    key = cache_key(any_compute, np.float32, shape)
     path.write_text(json.dumps({"format": 1, "entries": {key: entry}}))
     old = os.environ.get("OCLSCI_TUNE_CACHE")
     os.environ["OCLSCI_TUNE_CACHE"] = str(path)
     try:
         for kernel in (None, "coalesced", "blocked", "seed"):
-            config = tuning.cached_config(any_compute, np.float32, shape, kernel)
-            assert config is None or isinstance(config, tuning.KernelConfig)
+            config = cached_config(any_compute, np.float32, shape, kernel)
+            assert config is None or isinstance(config, KernelConfig)
     finally:
         if old is None:
             os.environ.pop("OCLSCI_TUNE_CACHE", None)
@@ -477,7 +472,6 @@ def test_cli_laplacian_refuses_broken_image(tmp_path):
 @pytest.mark.parametrize("content", [b"", b"{not json", b'{"format": 1, "entries": []}',
                                      b'{"format": 99, "entries": {}}', b"\xff\xfe\x00"])
 def test_cli_ignores_broken_tuning_cache_with_one_warning(tmp_path, content):
-    _tuning()
     cache = tmp_path / "tuning.json"
     cache.write_bytes(content)
     np.save(tmp_path / "b.npy", GOOD)

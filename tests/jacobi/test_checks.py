@@ -1,4 +1,4 @@
-"""The argument checks of oclsci.jacobi.checks, without a device: NaN, infinities and values
+"""The argument checks of oclsci.arrays, without a device: NaN, infinities and values
 beyond the dtype found wherever they sit, in every float type; integers always pass."""
 
 from __future__ import annotations
@@ -101,9 +101,9 @@ def test_the_padded_layout_survives_staged_blocks(any_compute, monkeypatch, stag
     for another queue (the overlapped MPI exchange reads them on its copy queue at once); a
     read gives the interior back."""
     from oclsci.jacobi import JacobiSolver
-    from oclsci.runtime import hostmem
+    from oclsci.runtime import memory
 
-    monkeypatch.setattr(hostmem, "STAGING_BYTES", staging_bytes)
+    monkeypatch.setattr(memory, "STAGING_BYTES", staging_bytes)
     rng = np.random.default_rng(staging_bytes)
     rhs = rng.standard_normal((9, 13))
     start = np.asfortranarray(rng.integers(-5, 5, (9, 13))) if x0 else None

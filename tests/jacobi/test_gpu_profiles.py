@@ -16,12 +16,17 @@ from gpu_profiles import PROFILES, WITH_REQD_WORK_GROUP_SIZE, described, kernel_
 from oclsci.elementwise.kernels import DEFAULT_LOCAL_SIZE
 from oclsci.errors import DeviceError, InputError
 from oclsci.jacobi import solver as jacobi_module
-from oclsci.jacobi.kernels import KERNELS, auto_kernel
+from oclsci.jacobi import tuner as jacobi_autotune
+from oclsci.jacobi.kernels import (
+    KERNELS,
+    KernelConfig,
+    auto_kernel,
+    choose_config,
+    device_candidates,
+)
 from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.jacobi.runner import run
 from oclsci.jacobi.solver import JacobiSolver, WorkGroupTooLarge
-from oclsci.jacobi.tuning import KernelConfig, choose_config, device_candidates
-from oclsci.jacobi.tuning import search as jacobi_autotune
 from oclsci.mandelbrot.renderer import GPU_LOCAL_SIZE
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext

@@ -16,11 +16,10 @@ import pytest
 
 from oclsci.jacobi import kernels
 from oclsci.jacobi import solver as jacobi
-from oclsci.jacobi.kernels import KERNELS
+from oclsci.jacobi.kernels import KERNELS, KernelConfig, default_config, device_default
 from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.jacobi.runner import run
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import KernelConfig, default_config, device_default
 from oclsci.runtime import programs
 
 SHAPES = [(1, 1), (3, 1000), (1021, 37), (37, 1021), (266, 400)]

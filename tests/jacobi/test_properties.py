@@ -24,11 +24,10 @@ from hypothesis import strategies as st
 
 from oclsci.errors import InputError
 from oclsci.jacobi import kernels
-from oclsci.jacobi.kernels import KERNELS
+from oclsci.jacobi.kernels import KERNELS, KernelConfig, default_config
 from oclsci.jacobi.reference import jacobi_numpy, laplacian, residual_norm
 from oclsci.jacobi.runner import relative_residual, run
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import KernelConfig, default_config
 
 pytestmark = pytest.mark.slow
 

@@ -12,12 +12,11 @@ import pytest
 from conftest import run_cli
 
 from oclsci.errors import InputError, OclsciWarning, OutputError
-from oclsci.jacobi import kernels, tuning
-from oclsci.jacobi.kernels import KERNELS
+from oclsci.jacobi import kernels, tuner
+from oclsci.jacobi.kernels import KERNELS, KernelConfig, choose_config, default_config
 from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import KernelConfig, choose_config, default_config
-from oclsci.jacobi.tuning.search import candidates, predict_seconds_per_step, save_report, tune
+from oclsci.jacobi.tuner import candidates, predict_seconds_per_step, save_report, tune
 from oclsci.kernelspec import registry as tuning_cache
 
 
@@ -174,31 +173,31 @@ def test_configuration_too_big_for_the_device(any_compute):
 def test_cache_path_precedence(monkeypatch, tmp_path):
     monkeypatch.delenv("OCLSCI_TUNE_CACHE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert tuning.cache_path() == tmp_path / "xdg" / "oclsci" / "tuning.json"
+    assert tuning_cache.cache_path() == tmp_path / "xdg" / "oclsci" / "tuning.json"
     monkeypatch.delenv("XDG_CACHE_HOME")
     (tmp_path / "home").mkdir()
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert tuning.cache_path() == tmp_path / "home" / ".cache" / "oclsci" / "tuning.json"
+    assert tuning_cache.cache_path() == tmp_path / "home" / ".cache" / "oclsci" / "tuning.json"
     monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "mine.json"))
-    assert tuning.cache_path() == tmp_path / "mine.json"
+    assert tuning_cache.cache_path() == tmp_path / "mine.json"
 
 
 def test_key_names_device_driver_version_dtype_and_size_class(any_compute):
-    key = tuning.cache_key(any_compute, np.float64, (266, 400))
+    key = tuning_cache.cache_key(any_compute, np.float64, (266, 400))
     from oclsci import __version__
 
     for part in (any_compute.device.name.strip(), any_compute.device.driver_version.strip(),
                  __version__, "float64", "2^17"):
         assert part in key
-    assert tuning.size_class((266, 400)) == tuning.size_class((300, 360))
-    assert tuning.size_class((266, 400)) != tuning.size_class((16384, 16384))
+    assert tuning_cache.size_class((266, 400)) == tuning_cache.size_class((300, 360))
+    assert tuning_cache.size_class((266, 400)) != tuning_cache.size_class((16384, 16384))
 
 
 def test_save_is_atomic_and_round_trips(cache):
     entry = {"best": {"kernel": "seed", "params": {}}, "kernels": {}}
-    tuning.save_entry("a", entry)
-    tuning.save_entry("b", entry)
-    assert set(tuning.load_cache(cache)) == {"a", "b"}
+    tuning_cache.save_entry("a", entry)
+    tuning_cache.save_entry("b", entry)
+    assert set(tuning_cache.load_cache(cache)) == {"a", "b"}
     assert sorted(p.name for p in cache.parent.iterdir()) == ["tuning.json"]
     umask = os.umask(0)
     os.umask(umask)
@@ -210,7 +209,7 @@ def test_unwritable_cache_is_one_output_error(tmp_path, monkeypatch):
     blocker.write_text("")
     monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(blocker / "tuning.json"))
     with pytest.raises(OutputError, match="tuning.json"):
-        tuning.save_entry("a", {"best": {"kernel": "seed", "params": {}}, "kernels": {}})
+        tuning_cache.save_entry("a", {"best": {"kernel": "seed", "params": {}}, "kernels": {}})
 
 
 @pytest.mark.parametrize("content", [b"", b"{oops", b"[]", b'{"format": 1, "entries": []}',
@@ -222,20 +221,20 @@ def test_corrupt_cache_gives_one_warning(cache, any_compute, content):
     with pytest.warns(OclsciWarning) as caught:
         for _ in range(3):
             config = choose_config(any_compute, "auto", np.float32, (266, 400))
-            assert config == tuning.device_default(any_compute, tuning.auto_kernel(any_compute),
-                                                   np.float32, (266, 400))
+            auto = kernels.auto_kernel(any_compute.is_cpu)
+            assert config == kernels.device_default(any_compute, auto, np.float32, (266, 400))
     assert len(caught) == 1 and str(caught[0].message).startswith("ignoring the tuning cache")
     # Saving replaces the broken file.
-    tuning.save_entry("k", {"best": {"kernel": "seed", "params": {}}})
-    assert set(tuning.load_cache(cache)) == {"k"}
+    tuning_cache.save_entry("k", {"best": {"kernel": "seed", "params": {}}})
+    assert set(tuning_cache.load_cache(cache)) == {"k"}
 
 
 def test_choose_config_uses_the_cache(cache, any_compute):
     shape = (40, 50)
-    key = tuning.cache_key(any_compute, np.float32, shape)
+    key = tuning_cache.cache_key(any_compute, np.float32, shape)
     best = KernelConfig("bands", {"band_h": 7, "band_w": 0, "max_steps": 3, "workers": 2})
     coalesced = KernelConfig("coalesced", {"rows_per_item": 3, "vector": 2})
-    tuning.save_entry(key, tuning.make_entry(best, {"bands": (best, 1e-6),
+    tuning_cache.save_entry(key, tuning_cache.make_entry(best, {"bands": (best, 1e-6),
                                                     "coalesced": (coalesced, 2e-6)}, shape, 1e-6))
     assert choose_config(any_compute, "auto", np.float32, shape) == best
     assert choose_config(any_compute, "coalesced", np.float32, (45, 45)) == coalesced
@@ -258,15 +257,15 @@ def test_choose_config_uses_the_cache(cache, any_compute):
 
 def test_malformed_or_unfitting_entries_are_ignored(cache, any_compute, recwarn):
     shape = (40, 50)
-    key = tuning.cache_key(any_compute, np.float32, shape)
+    key = tuning_cache.cache_key(any_compute, np.float32, shape)
     huge = {"kernel": "blocked", "params": {"tile_w": 4096, "tile_h": 4096, "halo_width": 8,
                                             "local_w": 8, "local_h": 8}}
     for best in ({"kernel": "coalesced", "params": {"rows_per_item": -1}}, huge,
                  {"kernel": "temporal", "params": {"rows": 1e9}}, "coalesced", [1, 2]):
         tuning_cache._warned.clear()
-        tuning.save_entry(key, {"best": best, "kernels": {"seed": {"kernel": "coalesced"}}})
+        tuning_cache.save_entry(key, {"best": best, "kernels": {"seed": {"kernel": "coalesced"}}})
         assert choose_config(any_compute, "auto", np.float32, shape).name == \
-            tuning.auto_kernel(any_compute)
+            kernels.auto_kernel(any_compute.is_cpu)
         assert choose_config(any_compute, "seed", np.float32, shape) == KernelConfig("seed")
     ours = [str(w.message) for w in recwarn if issubclass(w.category, OclsciWarning)]
     assert all(message.startswith("ignoring") for message in ours), ours
@@ -305,7 +304,7 @@ def test_streaming_spec_matches_its_template_and_space():
     from oclsci.jacobi.specs import streaming
     from oclsci.runtime import programs
 
-    spec = streaming.SPEC
+    spec = streaming.STREAMING
     large = [(params, None) for dtype in (np.float32, np.float64)
              for params, _ in streaming.defaults({}, dtype, (16384, 16384))]
     for params, _ in spec.examples + spec.corner_cases + tuple(large):
@@ -341,7 +340,7 @@ def test_candidates_start_with_defaults_and_fit(any_compute):
 
 @pytest.mark.parametrize("shape", [(1, 1), (7, 5), (70, 130)])
 def test_device_compare_counts_the_cells_that_differ_in_any_bit(any_compute, shape):
-    from oclsci.jacobi.tuning.search import _DeviceCompare
+    from oclsci.jacobi.tuner import _DeviceCompare
 
     rng = np.random.default_rng(shape[0])
     solver = JacobiSolver(any_compute, rng.standard_normal(shape).astype(np.float32),
@@ -392,9 +391,9 @@ def test_tune_command(cache, tmp_path):
 
 
 def test_suited_kernels_include_auto(any_compute):
-    suited = tuning.suited_kernels(any_compute)
+    suited = kernels.suited(any_compute.is_cpu)
     assert set(suited) <= set(KERNELS) and "seed" in suited
-    assert tuning.auto_kernel(any_compute) in suited
+    assert kernels.auto_kernel(any_compute.is_cpu) in suited
 
 
 @pytest.mark.parametrize("where", ["under-a-file", "a-folder"])
@@ -457,8 +456,6 @@ def test_search_budget_keeps_time_for_the_finalists():
 def test_tune_spends_its_budget_on_the_fake_clock(cache, any_compute, monkeypatch):
     """With its budget gone after the first candidate, tune screens no other and does not
     re-time (the screening's timing stands); with time to spare it re-times the finalists."""
-    from oclsci.jacobi.tuning import search
-
     timings = []
 
     def fake_time_per_step(solver, min_seconds, repeats=2, max_steps=0):
@@ -466,7 +463,7 @@ def test_tune_spends_its_budget_on_the_fake_clock(cache, any_compute, monkeypatc
         clock.now += 1.0
         return 1e-3 * (1 + len(timings))
 
-    monkeypatch.setattr(search, "time_per_step", fake_time_per_step)
+    monkeypatch.setattr(tuner, "time_per_step", fake_time_per_step)
     configs = [KernelConfig("coalesced", {"rows_per_item": 2, "vector": 2}),
                KernelConfig("coalesced", {"rows_per_item": 1, "vector": 2})]
     clock = FakeClock()
@@ -480,5 +477,5 @@ def test_tune_spends_its_budget_on_the_fake_clock(cache, any_compute, monkeypatc
                   min_seconds=0.01, clock=clock)
     assert [t.status for t in report.trials] == ["ok", "ok"]
     assert [(config, repeats) for config, _, repeats in timings[2:]] == [
-        (configs[0], search.FINAL_REPEATS), (configs[1], search.FINAL_REPEATS)]
+        (configs[0], tuner.FINAL_REPEATS), (configs[1], tuner.FINAL_REPEATS)]
     assert all(seconds == pytest.approx(0.03) for _, seconds, _ in timings[2:])

@@ -242,10 +242,10 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
     shape and the strips what it means for theirs (a GPU: `temporal` strips); a named kernel
     or whole slabs keep one configuration."""
     from oclsci.jacobi import distributed as mpi_jacobi
-    from oclsci.jacobi import tuning
+    from oclsci.jacobi import kernels
 
     monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "tuning.json"))
-    monkeypatch.setattr(mpi_jacobi, "choose_fitting_config", tuning.choose_config)
+    monkeypatch.setattr(mpi_jacobi, "choose_fitting_config", kernels.choose_config)
     compute = described(profile)
 
     def choose(shape, ranks, kernel, overlap):

@@ -22,9 +22,9 @@ def _run_residual(compute: Any, case: dict) -> None:
     import numpy as np
     import pyopencl as cl
 
+    from oclsci.jacobi.kernels import KernelConfig
     from oclsci.jacobi.runner import run
     from oclsci.jacobi.solver import JacobiSolver
-    from oclsci.jacobi.tuning import KernelConfig
     from oclsci.runtime import programs
 
     dtype = np.dtype(case["dtype"])

@@ -50,13 +50,13 @@ def config_label(params: dict, local_size: Any) -> str:
 
 
 def _steps_per_launch(name: str, params: dict) -> int:
-    from oclsci.jacobi.tuning import KernelConfig
+    from oclsci.jacobi.kernels import KernelConfig
 
     return int(KernelConfig(name, dict(params)).steps_per_launch)
 
 
 def fits_oclgrind(name: str, params: dict, local_size: Any, dtype: str = "float32") -> bool:
-    from oclsci.jacobi.tuning import KernelConfig
+    from oclsci.jacobi.kernels import KernelConfig
 
     config = KernelConfig(name, dict(params), local_size)
     try:
@@ -88,7 +88,7 @@ def _default_configs(name: str) -> list[tuple[dict, Any]]:
     """Every configuration ``default_config`` gives for ``name`` on CPUs and GPUs, in both
     precisions, for small and large grids and devices with less local memory or smaller
     work-groups (its fallbacks), as far as Oclgrind can run them."""
-    from oclsci.jacobi.tuning import default_config
+    from oclsci.jacobi.kernels import default_config
 
     found: list[tuple[dict, Any]] = []
     for is_cpu in (False, True):
@@ -109,7 +109,7 @@ def simulated_work(name: str, params: dict, local_size: Any, shape: tuple[int, i
                    steps: int) -> int:
     """A rough measure of what Oclgrind must simulate: cell updates of every work-item
     (idle ones included) times steps; about 20 us of CPU each with all checks on."""
-    from oclsci.jacobi.tuning import KernelConfig
+    from oclsci.jacobi.kernels import KernelConfig
 
     config = KernelConfig(name, dict(params), tuple(local_size) if local_size else None)
     global_size, _ = config.launch_shape(*shape)

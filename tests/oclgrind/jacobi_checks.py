@@ -46,7 +46,7 @@ def preallocate(compute: Any, cases: list[dict]) -> None:
     import numpy as np
     import pyopencl as cl
 
-    from oclsci.jacobi.tuning import KernelConfig
+    from oclsci.jacobi.kernels import KernelConfig
     from oclsci.runtime.programs import cl_type
 
     for case in cases:
@@ -145,10 +145,10 @@ def run_jacobi(compute: Any, case: dict) -> None:
 def _solve_and_compare(compute: Any, case: dict) -> None:
     import numpy as np
 
+    from oclsci.jacobi.kernels import KernelConfig
     from oclsci.jacobi.reference import jacobi_numpy
     from oclsci.jacobi.runner import run
     from oclsci.jacobi.solver import JacobiSolver
-    from oclsci.jacobi.tuning import KernelConfig
 
     dtype = np.dtype(case["dtype"])
     rhs = case_rng(case["id"]).standard_normal(tuple(case["shape"])).astype(dtype)

@@ -1,4 +1,4 @@
-"""The per-user cache folder (oclsci.runtime.cachedir): XDG first, never a relative path;
+"""The per-user cache folder (oclsci.runtime.cache_home): XDG first, never a relative path;
 PyOpenCL's caches under it turned off where they cannot be written."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pyopencl
 import pytest
 
 from oclsci.errors import OclsciWarning
-from oclsci.runtime.cachedir import cache_home
+from oclsci.runtime import cache_home
 from oclsci.runtime.health import disable_unusable_pyopencl_cache, pyopencl_cache_problem
 
 
@@ -69,7 +69,7 @@ def test_the_private_folder_goes_when_the_process_ends(tmp_path):
     import sys
 
     code = ("import warnings; warnings.simplefilter('ignore'); "
-            "from oclsci.runtime.cachedir import cache_home; "
+            "from oclsci.runtime import cache_home; "
             f"print(cache_home({{'HOME': {str(tmp_path / 'gone')!r}}}))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)

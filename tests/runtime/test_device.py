@@ -9,8 +9,8 @@ import pyopencl as cl
 import pytest
 from conftest import run_cli
 
+from oclsci.runtime import node_local_rank
 from oclsci.runtime.device import create_context
-from oclsci.runtime.launcher import node_local_rank
 from oclsci.runtime.selection import list_devices
 
 FIELDS = {"spec", "platform", "name", "type", "vendor", "driver_version", "opencl_version",

@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oclsci.errors import EXIT_NO_PLATFORM, DeviceError, NoPlatformError
+from oclsci.runtime import LOCAL_RANK_VARIABLES, node_local_rank
 from oclsci.runtime.binding import GpuBindingError, bind_gpu, visible_gpus
-from oclsci.runtime.launcher import LOCAL_RANK_VARIABLES, node_local_rank
 from oclsci.runtime.selection import (
     NO_PLATFORM_HELP,
     available_specs,

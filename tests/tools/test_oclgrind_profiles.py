@@ -15,8 +15,7 @@ from conftest import tool_missing
 from gpu_profiles import PROFILES, described, kernel_limit
 
 from oclsci.jacobi import kernels
-from oclsci.jacobi.kernels import KERNELS
-from oclsci.jacobi.tuning import device_candidates
+from oclsci.jacobi.kernels import KERNELS, device_candidates
 
 pytestmark = [pytest.mark.oclgrind, pytest.mark.slow]
 

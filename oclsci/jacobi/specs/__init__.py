@@ -1,8 +1,11 @@
 """What the Jacobi kernels share: their grid arguments and the cost model's device figures.
 
-One module per kernel (``seed``, ``coalesced``, ...) defines ``SPEC``, a :class:`JacobiSpec`
-(the generic :class:`~oclsci.kernelspec.KernelSpec` and the steps one launch advances);
-:mod:`oclsci.jacobi.kernels` lists them. Launch shapes take the grid's interior, ``m`` x ``n``.
+The specs, each a :class:`JacobiSpec` (the generic :class:`~oclsci.kernelspec.KernelSpec` and
+the steps one launch advances), live by family: :mod:`.itemwise` (``seed``, ``coalesced``,
+``bands``: work-items that never wait on one another), :mod:`.tiled` (``blocked``,
+``temporal``: work-groups sharing a tile, barriers) and :mod:`.streaming`; each names its
+specs in capitals (``SEED``, ``STREAMING``...), and :mod:`oclsci.jacobi.kernels` lists them.
+Launch shapes take the grid's interior, ``m`` x ``n``.
 """
 
 from __future__ import annotations

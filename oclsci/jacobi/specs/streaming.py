@@ -233,7 +233,7 @@ def cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize: int,
     return max(GPU_LAUNCH_HOST, GPU_LAUNCH + launch_seconds + traffic) / k
 
 
-SPEC = JacobiSpec(
+STREAMING = JacobiSpec(
     name="streaming", template="jacobi/streaming",
     summary="temporal blocking streamed down the grid, for large grids on GPUs",
     params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,

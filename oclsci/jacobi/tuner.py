@@ -4,7 +4,8 @@
 rough cost model so that a short budget goes to likely winners), checks each one bit for bit
 against a plain reference kernel on the device, times it, re-times the best few, and returns
 a :class:`TuneReport`; :func:`save_report` puts the winners in the tuning cache that
-``--kernel auto`` reads (:mod:`oclsci.jacobi.tuning`). Command line: ``oclsci tune``.
+``--kernel auto`` reads (:func:`oclsci.jacobi.kernels.choose_config`). Command line:
+``oclsci tune`` (no other command loads this module).
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ import pyopencl as cl
 
 from oclsci.errors import InputError, KernelBuildError, first_line
 from oclsci.jacobi import kernels as registry
-from oclsci.jacobi.kernels import KernelConfig
+from oclsci.jacobi.kernels import KernelConfig, device_default
 from oclsci.jacobi.solver import JacobiSolver
-from oclsci.jacobi.tuning import device_default
 from oclsci.kernelspec.registry import cache_key
 from oclsci.kernelspec.search import (
     FINAL_FACTOR,
