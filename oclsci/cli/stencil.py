@@ -13,7 +13,6 @@ import click
 
 from oclsci.cli import (
     device_option,
-    dtype_option,
     progress_every_option,
     progress_maker,
     quiet_option,
@@ -79,7 +78,9 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
 @click.option("--kernel-param", "kernel_pairs", multiple=True, metavar="NAME=VALUE",
               help="A parameter of the kernel (e.g. max_steps=4; repeat for several; "
                    "docs/stencil.md lists them).")
-@dtype_option
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default=None,
+              help="Floating-point type of the run  [default: INPUT's, if float32 or float64; "
+                   "else float32]")
 @device_option
 @progress_every_option
 @quiet_option

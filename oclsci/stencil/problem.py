@@ -30,7 +30,12 @@ def round_scalar(value: Any, dtype: np.dtype, what: str) -> Any:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ArgumentTypeError(f"{what} must be a real number, got {type(value).__name__} "
                                 f"{value!r}")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond any float
+        shown = repr(value) if len(repr(value)) <= 24 else f"{repr(value)[:12]}... "\
+            f"({len(str(abs(value)))} digits)"
+        raise InvalidArgumentError(f"{what} is {shown}, beyond {dtype.name}'s range") from None
     with np.errstate(over="ignore"):
         rounded = dtype.type(number)
     if not (math.isfinite(number) and np.isfinite(rounded)):
@@ -124,6 +129,10 @@ def prepare(expression: Expression, u0: Any, steps: Any, *, fields: Mapping | No
     missing = [name for name in expression.params if name not in params]
     if missing:
         raise InvalidArgumentError(f"parameter {missing[0]!r} has no value")
+    unused = sorted(set(params) - set(expression.params))
+    if unused:
+        raise InvalidArgumentError(f"parameter {unused[0]!r} is given but the stencil never "
+                                   "reads it")
     rounded = {name: round_scalar(params[name], dtype, f"parameter {name!r}")
                for name in expression.params}
     prev0 = None
