@@ -1,4 +1,5 @@
-"""``oclsci devices``: list every OpenCL platform and device with its SPEC."""
+"""``oclsci devices``: list every OpenCL platform and device with its SPEC (the listing:
+:func:`oclsci.runtime.selection.device_listing`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,7 @@ import json
 
 import click
 
-from oclsci.errors import NoPlatformError
-from oclsci.runtime.selection import empty_platforms, get_platforms, list_devices, no_device_message
+from oclsci.runtime.selection import device_listing
 
 
 def _gib(nbytes: int) -> str:
@@ -18,10 +18,7 @@ def _gib(nbytes: int) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def devices_command(as_json: bool) -> None:
     """List OpenCL platforms and devices with the SPEC that selects each."""
-    devices = list_devices()
-    empty = empty_platforms()
-    if not devices:
-        raise NoPlatformError(no_device_message(get_platforms()))
+    devices, empty = device_listing()
     if as_json:
         click.echo(json.dumps(devices, indent=2))
         for entry in empty:
