@@ -75,7 +75,7 @@ def run_check(name: str, check: Callable) -> Check:
         passed, diff, detail = check()
     except Exception as error:  # noqa: BLE001 - any failure of the device is a FAIL line
         return Check(name, False, None, time.perf_counter() - start,
-                     f"{type(error).__name__}: {first_line(error)[:200]}")
+                     first_line(error, with_type=True)[:200])
     return Check(name, bool(passed), None if diff is None else float(diff),
                  time.perf_counter() - start, detail)
 

@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import click
 
+from oclsci.errors import OclsciWarning
 from oclsci.runtime.selection import device_listing
 
 
@@ -21,9 +23,9 @@ def devices_command(as_json: bool) -> None:
     devices, empty = device_listing()
     if as_json:
         click.echo(json.dumps(devices, indent=2))
-        for entry in empty:
-            click.echo(f"oclsci: warning: platform {entry['platform_index']} "
-                       f"({entry['platform']}) has no usable device: {entry['reason']}", err=True)
+        for entry in empty:  # on stderr, as every warning: stdout stays JSON
+            warnings.warn(f"platform {entry['platform_index']} ({entry['platform']}) has no "
+                          f"usable device: {entry['reason']}", OclsciWarning, stacklevel=1)
         return
     for entry in empty:
         click.echo(f"platform {entry['platform_index']}: {entry['platform']}: no usable device "
