@@ -89,7 +89,7 @@ def distributed_commands() -> frozenset[str]:
 # threads itself, with the stop signals blocked in them (see oclsci.runtime.signals).
 _LAZY = {
     "ComputeContext": "runtime.device", "create_context": "runtime.device",
-    "list_devices": "runtime.device",
+    "list_devices": "runtime.selection",
     "ElementwiseKernel": "elementwise.kernels",
     # Not re-exported: the function oclsci.mandelbrot.mandelbrot, whose name would hide the
     # package.

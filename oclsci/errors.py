@@ -1,7 +1,7 @@
 """Typed errors with a user-facing message and the exit code the CLI returns for them.
 
-The CLI prints ``str(error)`` on one line and exits with ``error.exit_code``; a traceback is
-shown only with ``--debug``.
+The CLI prints the message's first line (:func:`first_line`) and exits with
+``error.exit_code``; a traceback is shown only with ``--debug``.
 """
 
 from __future__ import annotations

@@ -372,6 +372,14 @@ def write_npy(path: str | os.PathLike, array: np.ndarray) -> Path:
     return path
 
 
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` as UTF-8 (a JSON report, a Markdown table), atomically; return the path."""
+    path = Path(path)
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+    return path
+
+
 def write_image(path: str | os.PathLike, pixels: np.ndarray) -> Path:
     """Write 8-bit gray (H x W) or RGB (H x W x 3) pixels, format from the suffix, atomically.
 

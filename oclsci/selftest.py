@@ -22,14 +22,18 @@ error's first line, not a crash.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from oclsci import WORKLOADS
-from oclsci.errors import first_line
-from oclsci.runtime.device import ComputeContext
+from oclsci.errors import OclsciError, first_line
+from oclsci.io import check_output_path, write_text
+from oclsci.runtime.device import ComputeContext, create_context
+from oclsci.runtime.launch import timed
 
 # Problem sizes: odd, not multiples of any work-group or tile; steps not a multiple of any
 # kernel's steps per launch. --quick uses the smaller set.
@@ -71,7 +75,7 @@ def run_check(name: str, check: Callable) -> Check:
         passed, diff, detail = check()
     except Exception as error:  # noqa: BLE001 - any failure of the device is a FAIL line
         return Check(name, False, None, time.perf_counter() - start,
-                     f"{type(error).__name__}: {first_line(error)[:200]}")
+                     first_line(error, with_type=True)[:200])
     return Check(name, bool(passed), None if diff is None else float(diff),
                  time.perf_counter() - start, detail)
 
@@ -93,3 +97,54 @@ def summary(compute: ComputeContext, results: list[Check], seconds: float) -> di
     failed = [r.name for r in results if not r.passed]
     return {"device": compute.describe(), "passed": not failed, "checks": len(results),
             "failed": failed, "seconds": seconds, "results": [asdict(r) for r in results]}
+
+
+class SelftestFailed(OclsciError):
+    """At least one check of ``oclsci selftest`` failed (exit 1)."""
+
+
+@dataclass
+class SelftestOutcome:
+    """One selftest run: the device, every check's outcome, the seconds they took in all, and
+    the report written (``--json``), if any."""
+
+    compute: ComputeContext
+    results: list[Check]
+    seconds: float
+    written: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Check]:
+        """The checks that failed."""
+        return [r for r in self.results if not r.passed]
+
+    def raise_for_failures(self) -> None:
+        """Raise :class:`SelftestFailed` naming the first failed checks, if any failed."""
+        failed, compute = self.failed, self.compute
+        if failed:
+            raise SelftestFailed(f"selftest: {len(failed)} of {len(self.results)} checks failed "
+                                 f"on {compute.spec} ({compute.name}): "
+                                 + ", ".join(r.name for r in failed[:5])
+                                 + (" ..." if len(failed) > 5 else ""))
+
+
+def run_selftest(device: str | None = None, *, quick: bool = False,
+                 json_path: str | Path | None = None,
+                 opened: Callable[[ComputeContext], Any] | None = None,
+                 report: Callable[[Check], Any] | None = None) -> SelftestOutcome:
+    """``oclsci selftest``: open ``device`` (a SPEC; None: the default choice), run every check
+    on it and write the JSON :func:`summary` to ``json_path`` (any suffix; refused before the
+    device opens when it cannot be written). ``opened(compute)`` is called once the device is
+    open, ``report(check)`` after each check. A failed check is in the outcome, not raised
+    (:meth:`SelftestOutcome.raise_for_failures`)."""
+    if json_path:  # an unwritable report fails now, not after the checks
+        check_output_path(json_path, (Path(json_path).suffix.lower(),))
+    compute = create_context(device)
+    if opened is not None:
+        opened(compute)
+    seconds, results = timed(lambda: selftest(compute, quick=quick, report=report))
+    outcome = SelftestOutcome(compute, results, seconds)
+    if json_path:
+        text = json.dumps(summary(compute, results, seconds), indent=2) + "\n"
+        outcome.written.append(str(write_text(json_path, text)))
+    return outcome

@@ -94,20 +94,52 @@ def test_oclsci_jacobi_on_one_device_loads_few_modules(tmp_path):
     assert len(loaded) <= 30, (len(loaded), loaded)
 
 
-def test_the_workload_commands_leave_placement_device_and_signals_to_the_driver():
-    """No command module asks for the MPI world; the workload commands that run a job open
-    no device and hold no stop flag: oclsci.driver does, for all of them (`elementwise` times
-    one operation, `laplacian` is NumPy on the host)."""
-    from oclsci import workload_commands
+def _names_used(path) -> set[str]:
+    """Every name a module's source uses or imports (``from M import NAME``), and the modules
+    it imports."""
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            names |= {node.module or ""} | {alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+    return names
 
-    driven = {module for name, module in workload_commands().items()
-              if name not in ("elementwise", "laplacian")}
+
+# oclsci/cli/tune.py is being reworked on its own (the stencil tuner): checked once it is.
+NOT_YET_THIN = {"oclsci.cli.tune"}
+
+
+def test_the_commands_leave_placement_device_and_signals_to_the_api():
+    """The CLI is thin: parse, call the API, print. No command module asks for the MPI world,
+    opens a device or holds a stop flag: the workload commands leave it to oclsci.driver,
+    the tools (`devices`, `elementwise`, `bench`, `selftest`) to their API; none imports
+    PyOpenCL (the package's error report aside: it names OpenCL's errors)."""
+    checked = set()
     for path in (PACKAGE / "cli").glob("*.py"):
         module = ".".join(path.relative_to(REPO_ROOT).with_suffix("").parts)
-        names = {node.id for node in ast.walk(ast.parse(path.read_text()))
-                 if isinstance(node, ast.Name)} | {
-            alias.name for node in ast.walk(ast.parse(path.read_text()))
-            if isinstance(node, ast.ImportFrom) for alias in node.names}
+        names = _names_used(path)
         assert not names & {"mpi_world", "launched_world", "launched_placement"}, path
-        if module in driven:
-            assert not names & {"create_context", "StopFlag", "World"}, path
+        if module in NOT_YET_THIN:
+            continue
+        checked.add(module)
+        assert not names & {"create_context", "as_compute_context", "select_device",
+                            "StopFlag", "World"}, path
+        if path.name != "__init__.py":
+            assert not {name for name in names if name.split(".")[0] == "pyopencl"}, path
+    assert {"oclsci.cli.devices", "oclsci.cli.elementwise", "oclsci.cli.bench",
+            "oclsci.cli.selftest", "oclsci.cli.jacobi", "oclsci.cli.stencil"} <= checked
+
+
+def test_the_architecture_check_finds_a_command_that_opens_a_device(tmp_path):
+    """The check above sees a device opened through an attribute, and a stop flag imported."""
+    path = tmp_path / "command.py"
+    path.write_text("from oclsci.runtime import device\n"
+                    "from oclsci.runtime.signals import StopFlag\n"
+                    "compute = device.create_context(None)\n")
+    assert {"create_context", "StopFlag", "oclsci.runtime.signals"} <= _names_used(path)

@@ -7,7 +7,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from oclsci.io import atomic_path, require_matplotlib
+from oclsci.io import (
+    atomic_path,
+    check_output_path,
+    require_matplotlib,
+    write_outputs,
+    write_text,
+)
 
 SCHEMA_PATH = Path(__file__).with_name("schema.json")
 
@@ -27,20 +33,41 @@ def validate(report: dict) -> None:
 
 def write_json(report: dict, path: str | Path) -> None:
     """Write the report as indented JSON, atomically."""
-    text = json.dumps(report, indent=2, allow_nan=False) + "\n"
-    with atomic_path(path) as temporary:
-        Path(temporary).write_text(text, encoding="utf-8")
+    write_text(path, json.dumps(report, indent=2, allow_nan=False) + "\n")
 
 
 def write_markdown(report: dict, path: str | Path) -> None:
     """Write the Markdown tables, atomically."""
-    with atomic_path(path) as temporary:
-        Path(temporary).write_text(to_markdown(report), encoding="utf-8")
+    write_text(path, to_markdown(report))
 
 
 def check_plot_available() -> None:
     """Refuse ``--plot`` before any work when matplotlib is missing."""
     require_matplotlib("--plot")
+
+
+def check_report_paths(json_path: str | Path | None = None,
+                       markdown_path: str | Path | None = None,
+                       plot_path: str | Path | None = None) -> None:
+    """Refuse, before any work, a report output that could not be written (a folder, a
+    missing or unwritable folder, a suffix other than the format's) and a plot without
+    matplotlib (:func:`oclsci.io.check_output_path`)."""
+    check_output_path(json_path, (".json",))
+    check_output_path(markdown_path, (".md", ".markdown"))
+    check_output_path(plot_path, (".png",))
+    if plot_path:
+        check_plot_available()
+
+
+def write_reports(report: dict, *, json_path: str | Path | None = None,
+                  markdown_path: str | Path | None = None,
+                  plot_path: str | Path | None = None) -> list[str]:
+    """Write ``report`` to each path given: JSON, Markdown tables, PNG chart, each atomically
+    (:func:`oclsci.io.write_outputs`: a failure says what was written before it); return
+    the paths written."""
+    return write_outputs([(json_path, lambda: write_json(report, json_path)),
+                          (markdown_path, lambda: write_markdown(report, markdown_path)),
+                          (plot_path, lambda: write_plot(report, plot_path))])
 
 
 def number(value: Any, digits: int = 3) -> str:

@@ -27,6 +27,7 @@ from oclsci.bench.core import VARIANT_ERRORS, Case, Progress
 from oclsci.bench.measure import FULL, QUICK, run_case
 from oclsci.errors import InputError, UnknownNameError, first_line
 from oclsci.runtime.device import create_context
+from oclsci.runtime.signals import StopFlag
 
 SCHEMA_ID = "oclsci-bench/1"
 # Workload name -> module of this package with ``cases(compute, quick) -> (cases, skipped)``.
@@ -127,17 +128,32 @@ def _cpu_name() -> str:
 def run_bench(workloads: list[str], *, device: Any = None, quick: bool = False,
               repeat: int = 3, progress: Callable[[str], None] | None = None,
               extra_variants: Callable[[Case], list] | None = None,
-              command_line: list[str] | None = None) -> dict:
+              command_line: list[str] | None = None,
+              notify: Callable[[str], None] | None = None) -> dict:
     """Run ``workloads`` on one device; return the report (a JSON-ready dict).
 
-    ``extra_variants(case)`` may add variants to a case (e.g. one under development; the tests
-    add a wrong one).
+    ``device``: a ComputeContext, or a SPEC to open (None: the default choice);
+    ``notify(line)`` gets the device line. ``extra_variants(case)`` may add variants to a case
+    (e.g. one under development; the tests add a wrong one). Stop signals are collected
+    from the device's opening on (a raising :class:`~oclsci.runtime.signals.StopFlag`): the
+    bench stops with :class:`~oclsci.runtime.signals.SignalExit` at its next synchronisation
+    point (a paced launch loop, or the next measurement).
     """
     if repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {repeat}")
     workloads = parse_workloads(workloads)
-    compute = device if hasattr(device, "queue") else create_context(device)
     progress = progress or Progress(enabled=False)
+    with StopFlag(raising=True):
+        compute = device if hasattr(device, "queue") else create_context(device)
+        if notify is not None:
+            notify(compute.banner())
+        return _measure(workloads, compute, quick, repeat, progress, extra_variants,
+                        command_line)
+
+
+def _measure(workloads: list[str], compute: Any, quick: bool, repeat: int,
+             progress: Callable[[str], None], extra_variants: Callable[[Case], list] | None,
+             command_line: list[str] | None) -> dict:
     started = datetime.datetime.now(datetime.timezone.utc)
     load_at_start = _load_average()
     progress("bench: measuring the device's copy bandwidth")

@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
 def _report(error: Exception) -> int:
     """Print one line for ``error`` and return the exit code."""
     if isinstance(error, OclsciError):
-        _error(str(error))
+        _error(first_line(error))
         if isinstance(error, KernelBuildError) and error.build_log.strip():
             click.echo("build log:\n" + error.build_log.rstrip(), err=True)
         return error.exit_code
@@ -179,9 +179,10 @@ def _report(error: Exception) -> int:
         _error("out of host memory")
         return 1
     if isinstance(error, OSError):
-        _error(f"{error.strerror or error}: {error.filename or ''}".rstrip(": "))
+        _error(f"{error.strerror or first_line(error)}: {error.filename or ''}".rstrip(": "))
         return 1
-    _error(f"internal error ({type(error).__name__}: {error}); rerun with --debug and report it")
+    _error(f"internal error ({first_line(error, with_type=True)}); rerun with --debug and "
+           "report it")
     return 1
 
 

@@ -1,23 +1,17 @@
-"""``oclsci bench``: NumPy and every oclsci variant of the seed's workloads, side by side."""
+"""``oclsci bench``: NumPy and every oclsci variant of the seed's workloads, side by side (the
+run: :func:`oclsci.bench.runner.run_bench`; the outputs: :mod:`oclsci.bench.report`)."""
 
 from __future__ import annotations
+
+import functools
 
 import click
 
 from oclsci.bench.core import Progress
-from oclsci.bench.report import (
-    check_plot_available,
-    to_markdown,
-    write_json,
-    write_markdown,
-    write_plot,
-)
+from oclsci.bench.report import check_report_paths, to_markdown, write_reports
 from oclsci.bench.runner import failures, parse_workloads, run_bench
 from oclsci.cli import device_option, quiet_option
 from oclsci.errors import InputError, OclsciError
-from oclsci.io import check_output_path
-from oclsci.runtime.device import create_context
-from oclsci.runtime.signals import StopFlag
 
 DEFAULT_REPEAT = 3
 
@@ -69,29 +63,18 @@ def bench_command(workloads, device, quick, repeat, json_path, markdown_path, pl
     chosen = parse_workloads(workloads)
     if repeat < 1:
         raise InputError(f"--repeat must be >= 1, got {repeat}")
-    check_output_path(json_path, (".json",))
-    check_output_path(markdown_path, (".md", ".markdown"))
-    check_output_path(plot_path, (".png",))
-    if plot_path:
-        check_plot_available()
+    check_report_paths(json_path, markdown_path, plot_path)
     command_line = _command_line(workloads, device, quick, repeat, json_path, markdown_path,
                                  plot_path, quiet)
     progress = Progress(enabled=False if quiet else None)
-    # Signals are collected while kernels build and run; the bench stops at its next
-    # synchronisation point (a paced launch loop, or the next measurement).
-    with StopFlag(raising=True):
-        compute = create_context(device, quiet=quiet)
-        try:
-            report = run_bench(chosen, device=compute, quick=quick, repeat=repeat,
-                               progress=progress, command_line=command_line)
-        finally:
-            progress.close()
-    if json_path:
-        write_json(report, json_path)
-    if markdown_path:
-        write_markdown(report, markdown_path)
-    if plot_path:
-        write_plot(report, plot_path)
+    try:
+        report = run_bench(chosen, device=device, quick=quick, repeat=repeat,
+                           progress=progress, command_line=command_line,
+                           notify=None if quiet else functools.partial(click.echo, err=True))
+    finally:
+        progress.close()
+    write_reports(report, json_path=json_path, markdown_path=markdown_path,
+                  plot_path=plot_path)
     if not quiet:
         click.echo(to_markdown(report))
     failed = failures(report)

@@ -1,13 +1,15 @@
-"""``oclsci devices``: list every OpenCL platform and device with its SPEC."""
+"""``oclsci devices``: list every OpenCL platform and device with its SPEC (the listing:
+:func:`oclsci.runtime.selection.device_listing`)."""
 
 from __future__ import annotations
 
 import json
+import warnings
 
 import click
 
-from oclsci.errors import NoPlatformError
-from oclsci.runtime.selection import empty_platforms, get_platforms, list_devices, no_device_message
+from oclsci.errors import OclsciWarning
+from oclsci.runtime.selection import device_listing
 
 
 def _gib(nbytes: int) -> str:
@@ -18,15 +20,12 @@ def _gib(nbytes: int) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 def devices_command(as_json: bool) -> None:
     """List OpenCL platforms and devices with the SPEC that selects each."""
-    devices = list_devices()
-    empty = empty_platforms()
-    if not devices:
-        raise NoPlatformError(no_device_message(get_platforms()))
+    devices, empty = device_listing()
     if as_json:
         click.echo(json.dumps(devices, indent=2))
-        for entry in empty:
-            click.echo(f"oclsci: warning: platform {entry['platform_index']} "
-                       f"({entry['platform']}) has no usable device: {entry['reason']}", err=True)
+        for entry in empty:  # on stderr, as every warning: stdout stays JSON
+            warnings.warn(f"platform {entry['platform_index']} ({entry['platform']}) has no "
+                          f"usable device: {entry['reason']}", OclsciWarning, stacklevel=1)
         return
     for entry in empty:
         click.echo(f"platform {entry['platform_index']}: {entry['platform']}: no usable device "

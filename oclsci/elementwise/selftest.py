@@ -9,16 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from oclsci.elementwise.measure import random_array
 from oclsci.elementwise.ops import OPS
 
 ELEMENTWISE_TYPES = ("int8", "uint16", "int32", "int64", "float32", "float64")
-
-
-def _random(rng: np.random.Generator, size: int, dtype: np.dtype) -> np.ndarray:
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, size=size, dtype=dtype, endpoint=True)
-    return rng.standard_normal(size).astype(dtype)
 
 
 def selftest_checks(compute: Any, size: dict) -> Iterator[tuple[str, Callable]]:
@@ -32,7 +26,7 @@ def selftest_checks(compute: Any, size: dict) -> Iterator[tuple[str, Callable]]:
             continue
         for op in OPS.values():
             def check(op=op, dtype=dtype):
-                arrays = [_random(rng, count, dtype) for _ in op.arrays]
+                arrays = [random_array(rng, count, dtype) for _ in op.arrays]
                 scalar = dtype.type(3)
                 with np.errstate(over="ignore"):
                     expected = op.reference(*([scalar] if op.scalar_position == 0 else []),

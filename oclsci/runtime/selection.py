@@ -253,3 +253,14 @@ def list_devices() -> list[dict]:
         for p, platform in enumerate(get_platforms())
         for d, device in enumerate(platform.get_devices())
     ]
+
+
+def device_listing() -> tuple[list[dict], list[dict]]:
+    """What ``oclsci devices`` shows: every device described (:func:`list_devices`) and the
+    platforms that list none (:func:`empty_platforms`); :class:`NoPlatformError` saying why
+    when no platform has a usable device."""
+    devices = list_devices()
+    empty = empty_platforms()
+    if not devices:
+        raise NoPlatformError(no_device_message(get_platforms()))
+    return devices, empty

@@ -131,10 +131,9 @@ def test_selftest_passes_under_oclgrind(tmp_path):
 def test_unwritable_json_path_fails_before_the_checks(tmp_path, monkeypatch, invoke_cli, where):
     """`--json PATH` that cannot be written is a one-line error before any device work, not
     after the whole run (root writes anywhere: the path lies under a regular file)."""
-    import importlib
+    import oclsci.selftest
 
-    command = importlib.import_module("oclsci.cli.selftest")
-    monkeypatch.setattr(command, "create_context", lambda *args: pytest.fail("device work"))
+    monkeypatch.setattr(oclsci.selftest, "create_context", lambda *args: pytest.fail("device work"))
     blocker = tmp_path / "file"
     blocker.write_text("")
     path = (blocker if where == "under-a-file" else tmp_path / "missing") / "report.json"

@@ -255,3 +255,18 @@ def test_cli_failed_check_exits_non_zero(any_compute, capsys, monkeypatch):
     # The device line, then one error line.
     lines = [line for line in err.strip().splitlines() if not line.startswith("oclsci: device")]
     assert len(lines) == 1 and "differs from NumPy" in lines[0], err
+
+
+def test_run_operation_returns_the_checked_figures(any_compute):
+    """The API behind `oclsci elementwise`: a record of the run, the device line to notify."""
+    from oclsci.elementwise import run_operation
+
+    lines = []
+    result = run_operation("axpy", 3001, "int32", device=any_compute.spec, repeat=2,
+                           per_item=4, notify=lines.append)
+    assert lines == [any_compute.banner()]
+    assert (result.op, result.size, result.dtype, result.spec, result.repeat,
+            result.per_item) == ("axpy", 3001, "int32", any_compute.spec, 2, 4)
+    assert result.bytes == 3 * 3001 * 4
+    assert result.kernel_seconds > 0 and result.gb_per_s > 0 and result.copy_gb_per_s > 0
+    assert result.percent_of_copy == pytest.approx(100 * result.gb_per_s / result.copy_gb_per_s)

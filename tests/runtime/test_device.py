@@ -26,6 +26,9 @@ def test_devices_json_lists_every_device_with_its_facts():
         return [{k: v for k, v in entry.items() if k != "global_mem_bytes"} for entry in entries]
 
     assert steady(listed) == steady(list_devices())
+    import oclsci
+
+    assert steady(oclsci.list_devices()) == steady(listed)  # the package's lazy name
     expected = [f"{p}:{d}" for p, platform in enumerate(cl.get_platforms())
                 for d, _ in enumerate(platform.get_devices())]
     assert [entry["spec"] for entry in listed] == expected
