@@ -121,4 +121,5 @@ __all__ = [
     "MandelbrotRenderer",
     "MandelbrotResult",
     "mandelbrot_numpy",
+    "Stencil",
 ]

@@ -1,7 +1,7 @@
 """One run of a workload, from its job to its written outputs, on one device or over MPI ranks.
 
-Every workload command (``oclsci jacobi``, ``poisson``, ``mandelbrot``, ``lombscargle``)
-parses its options into a job, a frozen record, and its workload hands the job to
+Every workload command (``oclsci jacobi``, ``poisson``, ``mandelbrot``, ``lombscargle``,
+``stencil``) parses its options into a job, a frozen record, and its workload hands the job to
 :func:`drive` with the maker of its :class:`Runner`. The driver
 
 - picks the placement (:func:`launched_placement`): this process's device, or the ranks of
