@@ -92,7 +92,10 @@ class StencilSolver:
                               for array in problem.fields.values()]
         self._launches: dict[int, list[Launch]] = {}
         for index, config in enumerate(candidates):
-            self.config = config
+            # auto's fallbacks may leave the blocked kernels for the one-step kernel, which
+            # keeps one level fewer with u.prev (the buffers were made for the first).
+            self.config, self.blocked = config, config.spec.steps_param is not None
+            del self.levels[(4 if self.blocked else 3) if uses_prev else 2:]
             try:
                 self._launches[config.steps_per_launch] = self._build(config)
                 break

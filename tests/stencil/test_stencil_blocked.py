@@ -124,3 +124,28 @@ def test_refusals_in_one_line(compute):
                     kernel_params={"local_w": 4, "local_h": 2, "local_d": 2, "max_steps": 3})
     with pytest.raises(InvalidArgumentError, match="has no parameter 'rows'"):
         stencil.run(u0, 1, device=compute, kernel="stream", kernel_params={"rows": 2})
+
+
+@pytest.mark.parametrize("expression", [JACOBI_PREV := "2 * u - u.prev + 0.1 * "
+                                        "(u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)",
+                                        "0.25 * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1])"],
+                         ids=["with-prev", "without-prev"])
+def test_auto_falls_back_to_the_one_step_kernel(compute, monkeypatch, expression):
+    """On a GPU whose built kernels allow fewer work-items than every blocked default asks,
+    auto runs the one-step kernel (with its own buffers), bit for bit."""
+    import oclsci.stencil.solver as solver_module
+
+    def gpu_configurations(facts, kernel, geo, params):
+        return configurations({**facts, "is_cpu": False}, kernel, geo, params)
+
+    def group_limit(compute_context, kernel):  # only the one-step kernel builds big enough
+        return 1024 if kernel.function_name == "stencil_step" else 1
+
+    monkeypatch.setattr(solver_module, "configurations", gpu_configurations)
+    monkeypatch.setattr(solver_module.programs, "kernel_work_group_size", group_limit)
+    stencil = Stencil(expression)
+    u0 = np.random.default_rng(5).uniform(-1, 1, (37, 70)).astype(np.float32)
+    solver = solver_module.StencilSolver(compute, stencil.problem(u0, 9))
+    assert solver.config.spec.name == "step"
+    solver.advance(9)
+    assert np.array_equal(solver.read(), stencil.reference(u0, 9))
