@@ -138,8 +138,11 @@ class _Parser:
         try:
             tree = ast.parse(self.text.strip(), mode="eval")
         except SyntaxError as error:
+            text = self.text.strip()
+            where = (f"at column {error.offset}" if error.offset and error.offset <= len(text)
+                     else "at the end")  # Python counts columns from 1; 0 or past: the end
             raise StencilSyntaxError(f"stencil {self.text!r} is not an expression: "
-                                     f"{error.msg} at column {error.offset}") from None
+                                     f"{error.msg} {where}") from None
         self.text = self.text.strip()
         return self.node(tree.body)
 

@@ -53,7 +53,8 @@ def test_names_split_into_fields_and_params():
     ("1j * u", "complex constants are not supported"),
     ("'a' + u", "str constants are not supported"),
     ("1e999 * u", "beyond float64's range"),
-    ("u +", "is not an expression"),
+    ("u +", "is not an expression: invalid syntax at the end"),
+    ("u $ 2", "is not an expression: invalid syntax at column 3"),
     ("u; u", "is not an expression"),
     ("(u[1, 0] + 1)[0, 1]", "only u and fields take offsets"),
 ])
