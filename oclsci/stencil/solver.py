@@ -115,9 +115,12 @@ class StencilSolver:
     def _upload(self, interior: np.ndarray, ring: Any, writable: bool = True) -> Any:
         host = np.full(self.layout, ring, dtype=self.dtype)
         host[tuple(slice(self.radius, self.radius + s) for s in interior.shape)] = interior
-        flags = cl.mem_flags.COPY_HOST_PTR | (cl.mem_flags.READ_WRITE if writable
-                                              else cl.mem_flags.READ_ONLY)
-        return cl.Buffer(self.compute.context, flags, hostbuf=host)
+        flags = cl.mem_flags.READ_WRITE if writable else cl.mem_flags.READ_ONLY
+        buffer = cl.Buffer(self.compute.context, flags, host.nbytes)
+        # On the device now (a host pointer's copy may wait for the first launch, and count
+        # in a run's time).
+        cl.enqueue_copy(self.compute.queue, buffer, host, is_blocking=True)
+        return buffer
 
     def _roles(self, rotation: int) -> tuple[Any, Any, Any, Any]:
         """(previous in, current in, previous out, current out) buffers of the launch after
