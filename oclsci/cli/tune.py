@@ -1,10 +1,12 @@
-"""``oclsci tune``: find the fastest exact Jacobi kernel configuration for a device, and cache it.
+"""``oclsci tune``: find the fastest exact kernel configuration for a device, and cache it:
+Jacobi's, or with ``--stencil EXPR`` a user's stencil's.
 
-The search (:func:`oclsci.jacobi.tuner.tune`) tries tile shapes, steps per launch and
-work-group shapes within a time budget, checks every candidate bit for bit, and stores the
-winners in the tuning cache (``$OCLSCI_TUNE_CACHE``, else ``$XDG_CACHE_HOME/oclsci/tuning.json``,
-else ``~/.cache/oclsci/tuning.json``) under the device, its driver, oclsci's version, the dtype
-and the grid's size class. ``oclsci jacobi --kernel auto`` then uses them.
+The search (:func:`oclsci.jacobi.tuner.tune`, :func:`oclsci.stencil.tuner.tune`) tries tile
+shapes, steps per launch and work-group shapes within a time budget, checks every candidate
+bit for bit, and stores the winners in the tuning cache (``$OCLSCI_TUNE_CACHE``, else
+``$XDG_CACHE_HOME/oclsci/tuning.json``, else ``~/.cache/oclsci/tuning.json``) under the device,
+its driver, oclsci's version, the dtype and the grid's size class (and a stencil's structure).
+``--kernel auto`` (``oclsci jacobi``, ``oclsci stencil``, ``Stencil.run``) then uses them.
 """
 
 from __future__ import annotations
@@ -17,29 +19,52 @@ import click
 import numpy as np
 
 from oclsci.cli import device_option, dtype_option, quiet_option
-from oclsci.errors import InputError
+from oclsci.cli.stencil import parse_params
+from oclsci.errors import InputError, UnknownNameError
 from oclsci.jacobi import kernels
 from oclsci.jacobi.tuner import save_report, tune
 from oclsci.kernelspec.registry import check_writable
 from oclsci.runtime.device import create_context
+from oclsci.stencil import kernels as stencil_kernels
+from oclsci.stencil import tuner as stencil_tuner
+from oclsci.stencil.api import Stencil
+
+JACOBI_SIZE = (266, 400)
+JACOBI_KERNELS = kernels.tunable()
 
 
-def parse_size(text: str) -> tuple[int, int]:
-    """``MxN`` (rows x columns) as a pair of positive integers."""
-    match = re.fullmatch(r"\s*(\d+)\s*[xX*,]\s*(\d+)\s*", text or "")
+def parse_size(text: str) -> tuple[int, ...]:
+    """``MxN`` (rows x columns) or ``PxMxN`` (3-D) as positive integers."""
+    match = re.fullmatch(r"\s*\d+\s*(?:[xX*,]\s*\d+\s*){1,2}", text or "")
     if not match:
         raise InputError(f"--size must look like ROWSxCOLUMNS (e.g. 266x400), got {text!r}")
-    m, n = int(match.group(1)), int(match.group(2))
-    if m < 1 or n < 1:
-        raise InputError(f"--size must be at least 1x1, got {text!r}")
-    return m, n
+    sizes = tuple(int(v) for v in re.findall(r"\d+", text))
+    if min(sizes) < 1:
+        raise InputError(f"--size must be at least 1 along each axis, got {text!r}")
+    return sizes
+
+
+def check_kernels(names: tuple[str, ...], known: tuple[str, ...], what: str) -> None:
+    """Refuse (exit 2) a ``--kernel`` that the search asked for does not have."""
+    for name in names:
+        if name not in known:
+            raise UnknownNameError(f"--kernel {name} is not a {what} kernel; choose "
+                                   f"{', '.join(known)}")
 
 
 @click.command("tune")
 @device_option
-@click.option("--size", default="266x400", show_default=True, metavar="MxN",
-              help="Grid to tune for, rows x columns (the cache keeps one entry per size class: "
-                   "grids within a factor of about 1.4 in cell count share it).")
+@click.option("--stencil", "expression", default=None, metavar="EXPR",
+              help="Tune this stencil (as `oclsci stencil` takes it) instead of Jacobi; its "
+                   "kernels step, tiled, stream (docs/stencil.md).")
+@click.option("--param", "param_pairs", multiple=True, metavar="NAME=VALUE",
+              help="With --stencil: a scalar parameter, as for `oclsci stencil` (the other "
+                   "names are read-only fields, filled with values of the search's own).")
+@click.option("--size", default=None, metavar="MxN|PxMxN",
+              help="Grid to tune for, rows x columns (3-D stencils: planes x rows x columns; "
+                   "default 266x400 for Jacobi, 2048x2048 or 256x256x256 for a stencil). The "
+                   "cache keeps one entry per size class: grids within a factor of about 1.4 "
+                   "in cell count share it.")
 @dtype_option
 @click.option("--budget", type=float, default=30.0, show_default=True, metavar="SECONDS",
               help="How long the search may take, all of it: the set-up, every candidate's "
@@ -47,26 +72,47 @@ def parse_size(text: str) -> tuple[int, int]:
                    "device's start-up, nor saving the cache). At least one candidate is "
                    "tried, however long it takes.")
 @click.option("--kernel", "kernels", multiple=True,
-              type=click.Choice(kernels.tunable()),
-              help="Kernel(s) to tune (repeatable; default: "
+              type=click.Choice(JACOBI_KERNELS + tuple(stencil_kernels.KERNELS)),
+              help="Kernel(s) to tune (repeatable; default for Jacobi: "
                    f"{' and '.join(kernels.tuned_by_default(is_cpu=False))} on GPUs, "
-                   f"{' and '.join(kernels.tuned_by_default(is_cpu=True))} on CPUs).")
+                   f"{' and '.join(kernels.tuned_by_default(is_cpu=True))} on CPUs; for a "
+                   "stencil: step, tiled and stream on GPUs, step on CPUs).")
 @click.option("--no-save", is_flag=True, help="Search and print, but leave the cache alone.")
 @click.option("--json", "as_json", is_flag=True, help="Print the trials as JSON.")
 @quiet_option
-def tune_command(device, size, dtype, budget, kernels, no_save, as_json, quiet):
-    """Time candidate Jacobi kernel configurations on a device; cache the fastest exact one."""
+def tune_command(device, expression, param_pairs, size, dtype, budget, kernels, no_save,
+                 as_json, quiet):
+    """Time candidate kernel configurations on a device, Jacobi's or (--stencil) a
+    stencil's; cache the fastest exact one."""
     if not (budget > 0 and math.isfinite(budget)):
         raise InputError(f"--budget must be a positive number of seconds, got {budget}")
-    shape = parse_size(size)
+    shape = parse_size(size) if size is not None else None
+    stencil = None
+    if expression is not None:
+        stencil = Stencil(expression, params=parse_params(param_pairs))
+        check_kernels(kernels, tuple(stencil_kernels.KERNELS), "stencil")
+        shape = stencil_tuner.check_shape(stencil, shape or stencil_tuner.default_shape(stencil))
+    else:
+        if param_pairs:
+            raise InputError("--param is for --stencil")
+        check_kernels(kernels, JACOBI_KERNELS, "Jacobi")
+        shape = shape or JACOBI_SIZE
+        if len(shape) != 2:
+            raise InputError(f"--size: Jacobi's grid is 2-D, got {size!r}")
     if not no_save:
         check_writable()  # an unwritable cache fails now, not after the search
     compute = create_context(device, quiet=quiet or as_json)
     dtype = compute.check_dtype(np.dtype(dtype))
     log = None if (quiet or as_json) else (lambda message: click.echo(message, err=True))
+    what = f"stencil ({stencil.expression.describe()})" if stencil else "Jacobi"
     if log:
-        log(f"tuning Jacobi {shape[0]}x{shape[1]} {dtype.name} for about {budget:g} s")
-    report = tune(compute, shape, dtype, budget=budget, kernels=tuple(kernels) or None, log=log)
+        log(f"tuning {what} {'x'.join(map(str, shape))} {dtype.name} for about {budget:g} s")
+    if stencil is not None:
+        report = stencil_tuner.tune(compute, stencil, shape, dtype, budget=budget,
+                                    kernels=tuple(kernels) or None, log=log)
+    else:
+        report = tune(compute, shape, dtype, budget=budget, kernels=tuple(kernels) or None,
+                      log=log)
     best = report.best
     path = None
     if best is not None and not no_save:

@@ -110,3 +110,20 @@ class Stencil:
         """The same run in NumPy (arguments as :meth:`run`'s), for checks."""
         return stencil_numpy(self.problem(u0, steps, fields=fields, params=params, prev=prev,
                                           dtype=dtype))
+
+    def tune(self, shape: Any, *, dtype: Any = np.float32, device: Any = None,
+             budget: float = 30.0, kernels: Iterable[str] | None = None, save: bool = True,
+             log: Callable[[str], None] | None = None) -> Any:
+        """Search, within about ``budget`` seconds, the fastest exact kernel configuration of
+        this stencil on a grid of ``shape`` (:func:`oclsci.stencil.tuner.tune`, as ``oclsci
+        tune --stencil`` does), and save the winners in the tuning cache (unless ``save`` is
+        false), where ``kernel="auto"`` finds them for grids of the same size class. Returns
+        the :class:`~oclsci.kernelspec.search.TuneReport`."""
+        from oclsci.kernelspec.search import save_report
+        from oclsci.stencil.tuner import tune
+
+        report = tune(as_compute_context(device), self, shape, dtype, budget=budget,
+                      kernels=tuple(kernels) if kernels else None, log=log)
+        if save and report.best is not None:
+            save_report(report)
+        return report

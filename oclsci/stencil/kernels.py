@@ -1,6 +1,8 @@
 """The registry of stencil kernels (one :class:`~oclsci.stencil.specs.StencilKernelSpec` per
-template of ``kernels/stencil/``) and how a run chooses one: ``auto`` per device kind and
-grid, a kernel's defaults for the device, parameters a caller gives.
+template of ``kernels/stencil/``) and how a run chooses one: a configuration tuned for the
+device and the stencil's structure (``oclsci tune --stencil``: :mod:`oclsci.stencil.tuner`),
+else ``auto`` per device kind and grid, a kernel's defaults for the device, parameters a
+caller gives.
 
 :data:`KERNELS` lists them in the order commands show them; :func:`get` is the one place an
 unknown name is refused.
@@ -8,10 +10,16 @@ unknown name is refused.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from oclsci.errors import InvalidArgumentError, UnknownNameError
+import numpy as np
+
+from oclsci.errors import InputError, InvalidArgumentError, OclsciWarning, UnknownNameError
+from oclsci.kernelspec.registry import cache_disabled, cache_key, cache_path, load_cache
+from oclsci.stencil.language import Expression
 from oclsci.stencil.specs import Geometry, StencilKernelSpec, step, stream, tiled
 
 KERNELS: dict[str, StencilKernelSpec] = {spec.name: spec for spec in (
@@ -95,6 +103,19 @@ class StencilConfig:
             return self.name
         return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params.items())})"
 
+    def to_json(self) -> dict:
+        """``{"kernel": name, "params": {...}}`` for the tuning cache (:meth:`from_json`)."""
+        return {"kernel": self.name, "params": {k: int(v) for k, v in self.params.items()}}
+
+    @classmethod
+    def from_json(cls, data: Any) -> StencilConfig:
+        """The configuration :meth:`to_json` described, its parameters checked (InputError
+        when malformed)."""
+        if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
+            raise InputError("a stencil kernel configuration must be an object with a "
+                             "'kernel' name and 'params'")
+        return cls(data.get("kernel"), get(data.get("kernel")).resolve(data["params"]))
+
 
 def spec_param_default(spec: StencilKernelSpec, key: str):
     """The default of ``spec``'s parameter ``key`` (None: it has none)."""
@@ -129,3 +150,64 @@ def configurations(facts: Mapping, kernel: str, geo: Geometry,
                                    f"{'x'.join(map(str, geo.shape))} grid of radius "
                                    f"{geo.radius}")
     return found
+
+
+# -- the tuning cache -----------------------------------------------------------------------------
+
+def structure(expression: Expression, geo: Geometry) -> str:
+    """What the tuning cache tells stencils apart by (beside device, dtype and size class):
+    dimension, points, shape, radius, u.prev and the number of read-only fields, e.g.
+    ``stencil 2-D 5-point star radius 1, 1 field``."""
+    fields = len(expression.fields)
+    return (f"stencil {geo.dims}-D {len(expression.offsets())}-point {expression.shape} "
+            f"radius {geo.radius}" + (", u.prev" if geo.uses_prev else "")
+            + (f", {fields} field{'s' if fields > 1 else ''}" if fields else ""))
+
+
+def tuning_key(compute: Any, expression: Expression, geo: Geometry, dtype: Any) -> str:
+    """The tuning cache's key for a stencil run: Jacobi's key (device, driver, oclsci's
+    version, dtype, size class) and the stencil's :func:`structure`."""
+    return f"{cache_key(compute, np.dtype(dtype), geo.shape)} | {structure(expression, geo)}"
+
+
+def tuned_config(compute: Any, expression: Expression, geo: Geometry, dtype: Any,
+                 kernel: str | None = None) -> StencilConfig | None:
+    """The configuration ``oclsci tune --stencil`` cached for this device, dtype, size class
+    and stencil structure (the best of all, or of ``kernel``), if one fits this grid;
+    None otherwise (a malformed or unfitting entry: a warning)."""
+    if cache_disabled():
+        return None
+    entry = load_cache().get(tuning_key(compute, expression, geo, dtype))
+    if not isinstance(entry, dict):
+        return None
+    kernels = entry.get("kernels")
+    data = entry.get("best") if kernel is None else (
+        kernels.get(kernel) if isinstance(kernels, dict) else None)
+    if data is None:
+        return None
+    try:
+        config = StencilConfig.from_json(data)
+        if kernel is not None and config.name != kernel:
+            raise InputError(f"entry for kernel {kernel!r} holds {config.name!r}")
+    except (InputError, TypeError, ValueError) as error:
+        warnings.warn(f"ignoring a malformed stencil entry of the tuning cache {cache_path()} "
+                      f"({error})", OclsciWarning, stacklevel=2)
+        return None
+    why = config.spec.problem(config.params, geo, compute.facts.kernel_facts())
+    if why:
+        warnings.warn(f"ignoring tuned {config.describe()} of the tuning cache "
+                      f"{cache_path()}: {why}", OclsciWarning, stacklevel=2)
+        return None
+    return config
+
+
+def choose(compute: Any, kernel: str, geo: Geometry, expression: Expression, dtype: Any,
+           params: Mapping | None = None) -> list[StencilConfig]:
+    """The configurations a run tries, best first: the tuned one for ``kernel`` (``auto``:
+    the best tuned of any kernel) when the cache holds one and no ``params`` are given,
+    then :func:`configurations`."""
+    found = configurations(compute.facts.kernel_facts(), kernel, geo, params)
+    if params:
+        return found
+    tuned = tuned_config(compute, expression, geo, dtype, None if kernel == "auto" else kernel)
+    return found if tuned is None else [tuned] + [c for c in found if c != tuned]

@@ -24,7 +24,7 @@ from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.launch import Launch
 from oclsci.stencil.codegen import blocked_params, template_params
-from oclsci.stencil.kernels import StencilConfig, configurations
+from oclsci.stencil.kernels import StencilConfig, choose
 from oclsci.stencil.language import Binary, Node
 from oclsci.stencil.problem import Problem
 from oclsci.stencil.specs import Geometry
@@ -57,10 +57,21 @@ def geometry(problem: Problem, dtype: np.dtype) -> Geometry:
                     np.dtype(dtype).itemsize)
 
 
+def program(problem: Problem, dtype: np.dtype, config: StencilConfig) -> tuple[str, tuple, dict]:
+    """What builds ``config``'s kernel for ``problem``: the template, the build options and
+    the template's parameters (:func:`oclsci.runtime.programs.build_program`'s arguments)."""
+    blocked = config.spec.steps_param is not None
+    params = (blocked_params if blocked else template_params)(
+        problem.expression, problem.u0.ndim, dtype)
+    params.update(config.spec.template_params(config.params))
+    return config.spec.template, build_options(problem), params
+
+
 class StencilSolver:
     """Device buffers and the chosen kernel for ``problem`` (its steps are the caller's to
     run: :meth:`advance`). ``kernel``: a name of :data:`oclsci.stencil.kernels.KERNELS` or
-    ``auto``; ``kernel_params`` override the kernel's defaults."""
+    ``auto`` (a configuration tuned for the device first: :func:`oclsci.stencil.kernels.choose`);
+    ``kernel_params`` override the kernel's defaults."""
 
     def __init__(self, compute: ComputeContext, problem: Problem, kernel: str = "auto",
                  kernel_params: Mapping | None = None):
@@ -70,8 +81,8 @@ class StencilSolver:
         self.radius = radius = problem.expression.radius
         self.dims = problem.u0.ndim
         self.geo = geometry(problem, self.dtype)
-        candidates = configurations(compute.facts.kernel_facts(), kernel, self.geo,
-                                    kernel_params)
+        candidates = choose(compute, kernel, self.geo, problem.expression, self.dtype,
+                            kernel_params)
         self.blocked = candidates[0].spec.steps_param is not None
         padded = tuple(size + 2 * radius for size in problem.shape)
         self.row_stride = -(-padded[-1] // ROW_ALIGN) * ROW_ALIGN
@@ -107,9 +118,12 @@ class StencilSolver:
     def _upload(self, interior: np.ndarray, ring: Any, writable: bool = True) -> Any:
         host = np.full(self.layout, ring, dtype=self.dtype)
         host[tuple(slice(self.radius, self.radius + s) for s in interior.shape)] = interior
-        flags = cl.mem_flags.COPY_HOST_PTR | (cl.mem_flags.READ_WRITE if writable
-                                              else cl.mem_flags.READ_ONLY)
-        return cl.Buffer(self.compute.context, flags, hostbuf=host)
+        flags = cl.mem_flags.READ_WRITE if writable else cl.mem_flags.READ_ONLY
+        buffer = cl.Buffer(self.compute.context, flags, host.nbytes)
+        # On the device now (a host pointer's copy may wait for the first launch, and count
+        # in a run's time).
+        cl.enqueue_copy(self.compute.queue, buffer, host, is_blocking=True)
+        return buffer
 
     def _roles(self, rotation: int) -> tuple[Any, Any, Any, Any]:
         """(previous in, current in, previous out, current out) buffers of the launch after
@@ -141,16 +155,11 @@ class StencilSolver:
 
     def _build(self, config: StencilConfig) -> list[Launch]:
         """One launch of ``config`` per rotation of the buffers, arguments set once."""
-        spec, expression = config.spec, self.problem.expression
-        params = (blocked_params if self.blocked else template_params)(
-            expression, self.dims, self.dtype)
-        params.update(spec.template_params(config.params))
-        options = build_options(self.problem)
-        global_size, local_size = spec.launch(config.params, self.geo)
+        template, options, params = program(self.problem, self.dtype, config)
+        global_size, local_size = config.spec.launch(config.params, self.geo)
         launches = []
         for rotation in range(2 if self.blocked else len(self.levels)):
-            kernel = programs.new_kernel(self.compute, spec.template, options=options,
-                                         **params)
+            kernel = programs.new_kernel(self.compute, template, options=options, **params)
             if rotation == 0 and local_size is not None and int(np.prod(local_size)) > \
                     programs.kernel_work_group_size(self.compute, kernel):
                 raise WorkGroupTooLarge(f"kernel {config.describe()}: work-groups of "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import time
@@ -282,6 +283,131 @@ def test_api_refuses_bad_repeat_and_workload():
         run_bench(["jacobi"], repeat=0)
     with pytest.raises(InputError, match="unknown workload"):
         run_bench(["fft"])
+
+
+# -- the stencil cases (oclsci bench stencil) ------------------------------------------------
+
+@pytest.fixture
+def tiny_stencil_plans(monkeypatch):
+    """The stencil cases on tiny grids (what --quick runs, smaller still)."""
+    from oclsci.bench import stencil as stencil_bench
+
+    for key, plan in {"heat2d": (24, 30, 12), "heat3d": (9, 12, 12),
+                      "jacobi": (20, 25, 25)}.items():
+        monkeypatch.setitem(stencil_bench.PLANS, (key, True), plan)
+    return stencil_bench
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_stencil_numpy_slicing_equals_the_stencil_reference(dims):
+    from oclsci.bench.stencil import HEAT_2D, HEAT_3D, K_2D, K_3D, NumpySlicing
+    from oclsci.stencil import Stencil
+
+    u0 = np.random.default_rng(dims).uniform(0, 1, (7, 11, 5)[:dims]).astype(np.float32)
+    k = K_2D if dims == 2 else K_3D
+    stencil = Stencil(HEAT_2D if dims == 2 else HEAT_3D, params={"k": k})
+    got = NumpySlicing(u0, k).run(9).output
+    assert got.dtype == np.float32 and np.array_equal(got, stencil.reference(u0, 9))
+
+
+def test_stencil_cases_run_exact(tiny_stencil_plans, any_compute):
+    from oclsci.stencil.kernels import KERNELS
+
+    found, skipped = tiny_stencil_plans.cases(any_compute, quick=True)
+    assert skipped == []
+    assert [case.id for case in found] == ["stencil-heat2d-24x24", "stencil-heat3d-9x9x9",
+                                           "stencil-jacobi-20x20"]
+    for case in found:
+        record = run_case(case, repeat=1, budget=QUICK)
+        names = [r["variant"] for r in record["results"]]
+        if "heat" in case.id:
+            assert names == ["numpy", *KERNELS, "auto"]
+            assert case.bytes_moved == 2 * 4 * case.work
+        else:
+            assert names == ["numpy", "stencil-auto", "jacobi-auto"]
+            assert case.bytes_moved == 3 * 4 * case.work
+        assert record["notes"] == (["NumPy ran 12 steps; its time for 30 is extrapolated "
+                                    "linearly"] if "heat2d" in case.id else [])
+        for result in record["results"][1:]:
+            assert result["status"] == "ok", result
+            assert result["check"]["message"].startswith("ok: equal to NumPy bit for bit")
+            assert result["device_seconds"] > 0 and result["speedup_vs_numpy"] > 0
+        assert "kernel auto: " in record["results"][-1 if "heat" in case.id else 1][
+            "description"]
+
+
+def test_stencil_exact_check_sees_one_bit(tiny_stencil_plans):
+    exact = tiny_stencil_plans.exact
+    a = np.linspace(0, 1, 12, dtype=np.float32).reshape(3, 4)
+    b = a.copy()
+    b.view(np.uint32)[1, 2] ^= 1
+    assert exact(a, a.copy()).passed
+    verdict = exact(b, a)
+    assert not verdict.passed and verdict.figures["cells_differing"] == 1
+    assert not exact(a.astype(np.float64), a).passed
+
+
+def test_stencil_wrong_variant_fails(tiny_stencil_plans, any_compute):
+    case = tiny_stencil_plans.cases(any_compute, quick=True)[0][0]
+    case.variants = [OffByOne(case.variants[0])]
+    record = run_case(case, repeat=1, budget=QUICK)
+    wrong = record["results"][1]
+    assert wrong["status"] == "failed" and wrong["speedup_vs_numpy"] is None
+    assert "cells differ from NumPy's bits" in wrong["check"]["message"]
+
+
+def test_stencil_jacobi_grid_on_gpus_fits_the_device():
+    from oclsci.bench.stencil import jacobi_plan
+
+    side, steps, numpy_steps, notes = jacobi_plan(_fake_compute(False, 80 * 2**30), False)
+    assert (side, steps) == (16384, 200) and numpy_steps < steps and len(notes) == 1
+    side, *_, notes = jacobi_plan(_fake_compute(False, 4 * 2**30), False)
+    assert side == 8192 and "the device's memory" in notes[0]
+    assert jacobi_plan(_fake_compute(True, 4 * 2**30), False)[:2] == (2048, 1000)
+    assert jacobi_plan(_fake_compute(False, 80 * 2**30), True)[:2] == (256, 200)
+
+
+def test_stencil_workload_is_benched_only_when_named():
+    from oclsci.bench.runner import NOT_IN_ALL, WORKLOADS, parse_workloads
+
+    assert WORKLOADS["stencil"] == "oclsci.bench.stencil" and "stencil" in NOT_IN_ALL
+    assert "stencil" not in parse_workloads(["all"])
+    assert parse_workloads(["stencil"]) == ["stencil"]
+
+
+def test_stencil_gpu_script_runs_quick_anywhere(tmp_path):
+    """benchmarks/gpu_stencil.py (run on an H200 by hand) with tiny grids, tuning included;
+    CuPy's rows left out with a note where CuPy is missing."""
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), OCLSCI_TUNE_CACHE="off")
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "gpu_stencil.py"),
+                             "--quick", "--tune", "0.5", "--device", DEVICE, "--json",
+                             str(tmp_path / "g.json")], capture_output=True, text=True,
+                            env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "### The seed's Jacobi, 96x96 float32" in out and "### 3-D 7-point heat, 24^3" in out
+    assert "| stencil (auto) |" in out and "| oclsci jacobi --kernel auto |" in out
+    for kernel in ("step", "tiled", "stream", "auto"):
+        assert f"| {kernel} | `{kernel if kernel != 'auto' else ''}" in out
+    assert "**NO**" not in out and "`step` equals NumPy after 2 steps: yes" in out
+    assert ("| cupy-raw |" in out) != ("CuPy is not installed" in out)
+    record = json.loads((tmp_path / "g.json").read_text())
+    assert len(record["rows"]) >= 6 and all(row["same_bits"] for row in record["rows"])
+
+
+@pytest.mark.slow
+def test_stencil_bench_command(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    result = run_cli("bench", "stencil", "--quick", "--repeat", "1", "--device", DEVICE,
+                     "--json", tmp_path / "s.json", "--markdown", tmp_path / "s.md",
+                     check_exit=0)
+    report = json.loads((tmp_path / "s.json").read_text())
+    validate(report)
+    jsonschema.Draft202012Validator.check_schema(schema())
+    assert [case["id"] for case in report["cases"]] == [
+        "stencil-heat2d-256x256", "stencil-heat3d-48x48x48", "stencil-jacobi-256x256"]
+    assert all(r["status"] == "ok" for case in report["cases"] for r in case["results"])
+    assert "| `stencil-auto` | ok |" in result.stdout
 
 
 def _report_around(record):
