@@ -71,7 +71,8 @@ WORKLOADS = (
     Workload("lombscargle", {"lombscargle": "oclsci.cli.lombscargle"},
              selftest="oclsci.lombscargle.selftest", bench="oclsci.bench.lombscargle",
              bench_in_all=False, distributed={"lombscargle": "oclsci.lombscargle.distributed"}),
-    Workload("stencil", {"stencil": "oclsci.cli.stencil"}, selftest="oclsci.stencil.selftest"),
+    Workload("stencil", {"stencil": "oclsci.cli.stencil"}, selftest="oclsci.stencil.selftest",
+             distributed={"stencil": "oclsci.stencil.distributed"}),
 )
 
 
