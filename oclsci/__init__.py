@@ -74,7 +74,8 @@ WORKLOADS = (
     # Named only in bench: NumPy's 256^3 heat steps take seconds each, and PoCL builds
     # every stencil kernel, with and without --quick.
     Workload("stencil", {"stencil": "oclsci.cli.stencil"}, selftest="oclsci.stencil.selftest",
-             bench="oclsci.bench.stencil", bench_in_all=False),
+             bench="oclsci.bench.stencil", bench_in_all=False,
+             distributed={"stencil": "oclsci.stencil.distributed"}),
 )
 
 

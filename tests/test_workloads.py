@@ -30,7 +30,7 @@ def test_the_command_line_bench_and_selftest_read_the_records():
 
     assert workload_commands().items() <= COMMANDS.items()
     assert DISTRIBUTED_COMMANDS == distributed_commands() == {
-        "jacobi", "poisson", "mandelbrot", "lombscargle"}
+        "jacobi", "poisson", "mandelbrot", "lombscargle", "stencil"}
     assert set(BENCH) == {w.name for w in WORKLOADS if w.bench}
     assert set(NOT_IN_ALL) == {w.name for w in WORKLOADS if w.bench and not w.bench_in_all}
 

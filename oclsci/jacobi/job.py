@@ -18,7 +18,6 @@ from oclsci.io import check_distinct_outputs, check_inputs_kept, check_output_pa
 from oclsci.jacobi import kernels
 from oclsci.jacobi.runner import MAX_ITERATIONS
 from oclsci.jacobi.solver import validate_rhs
-from oclsci.runtime.signals import signal_name
 
 OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
 
@@ -137,17 +136,10 @@ def prepare(job: JacobiJob) -> tuple[Problem, Start]:
 
 
 def stop_error(error: Interrupted, iteration: int, checkpoint: str | None) -> Interrupted:
-    """What a run stopped by a signal ends with: the runner's ``error`` (exit 75 after its
-    checkpoint, else 128 + the signal's number) told as one line naming the signal and what
-    was kept."""
-    by = "a stop request" if error.signum is None else signal_name(error.signum)
-    if checkpoint:
-        return Interrupted(f"stopped by {by} at iteration {iteration}; checkpoint written to "
-                           f"{checkpoint}: go on with --resume {checkpoint}",
-                           signum=error.signum)
-    return Interrupted(f"stopped by {by} at iteration {iteration}; no output written (use "
-                       "--checkpoint to keep the work)", exit_code=error.exit_code,
-                       signum=error.signum)
+    """What a run stopped by a signal ends with (:func:`oclsci.checkpoints.stop_error`)."""
+    from oclsci import checkpoints  # stopped runs only
+
+    return checkpoints.stop_error(error, iteration, checkpoint, "iteration")
 
 
 def problem_lines(compute, problem: Problem, x: np.ndarray) -> list[str]:

@@ -5,6 +5,13 @@ other row) and one fixed row beyond them. Errors from a stale fixed row travel o
 step, so after ``S <= H`` steps the owned rows are still exact: ranks exchange ``H + 1`` rows
 with their neighbours once every ``S`` steps (``S`` a multiple of the kernel's steps per
 launch).
+
+A "row" is a layer along the slowest axis (a plane of a 3-D stencil grid), and the layout
+around the slab's rows is the solver's: Jacobi's grids have a ring of one row, exchanged as
+the fixed rows; a stencil of radius ``r`` keeps ``r`` rows of its boundary value beyond its
+slab (no fixed rows: ``fixed=0``) and ``H = r S`` ghost rows, whose errors travel ``r`` rows a
+step. An exchange may refresh several buffers of each rank (the previous and the current time
+level of a stencil reading ``u.prev``): the solver's ``halo_levels``.
 """
 
 from __future__ import annotations
@@ -35,13 +42,15 @@ DEFAULT_MIN_EXCHANGE_STEPS = 8
 class Slab:
     """One rank's rows. Global interior rows are numbered 0..m-1; the rank owns
     ``first..stop-1`` and holds ``lo..hi-1`` (owned rows and ghost rows) as interior rows of
-    its local grid, with fixed rows ``lo-1`` and ``hi`` (global boundary zeros at the ends)."""
+    its local grid, with fixed rows ``lo-1`` and ``hi`` (global boundary zeros at the ends).
+    The local grid's padded rows number ``ring`` rows before its first interior row."""
 
     rank: int
     first: int
     stop: int
     lo: int
     hi: int
+    ring: int = 1
 
     @property
     def rows(self) -> int:
@@ -55,7 +64,7 @@ class Slab:
 
     def local(self, row: int) -> int:
         """Padded local row number of global interior row ``row``."""
-        return row - self.lo + 1
+        return row - self.lo + self.ring
 
     @property
     def owned_local(self) -> tuple[int, int]:
@@ -65,38 +74,44 @@ class Slab:
 
 @dataclass(frozen=True)
 class Decomposition:
-    """1-D slabs of an m x n grid over ``parts`` ranks with ``halo`` ghost rows per side."""
+    """1-D slabs of an m x n grid over ``parts`` ranks with ``halo`` ghost rows per side and
+    ``fixed`` fixed rows beyond them (exchanged too), in local grids with ``ring`` padded rows
+    before the first interior row."""
 
     m: int
     n: int
     parts: int
     halo: int
     slabs: tuple = field(default=())
+    fixed: int = 1
+    ring: int = 1
 
     @classmethod
-    def build(cls, m: int, n: int, parts: int, halo: int) -> Decomposition:
+    def build(cls, m: int, n: int, parts: int, halo: int, *, fixed: int = 1,
+              ring: int = 1) -> Decomposition:
         """Cut ``m`` rows into ``parts`` slabs; refuse slabs without rows."""
         if parts > m:
             raise InputError(f"{parts} MPI ranks for a grid of {m} rows: each rank needs at "
                              f"least one row; use at most {m} ranks")
-        return cls.from_bounds(m, n, split_rows(m, parts), halo)
+        return cls.from_bounds(m, n, split_rows(m, parts), halo, fixed=fixed, ring=ring)
 
     @classmethod
-    def from_bounds(cls, m: int, n: int, bounds: list[tuple[int, int]],
-                    halo: int) -> Decomposition:
+    def from_bounds(cls, m: int, n: int, bounds: list[tuple[int, int]], halo: int, *,
+                    fixed: int = 1, ring: int = 1) -> Decomposition:
         """Slabs owning rows ``first..stop-1`` for each ``(first, stop)`` of ``bounds``
         (contiguous, in order, covering 0..m-1)."""
         if halo < 1:
             raise InputError(f"halo width must be >= 1, got {halo}")
-        slabs = tuple(Slab(index, first, stop, max(0, first - halo), min(m, stop + halo))
+        slabs = tuple(Slab(index, first, stop, max(0, first - halo), min(m, stop + halo), ring)
                       for index, (first, stop) in enumerate(bounds))
-        return cls(m, n, len(slabs), halo, slabs)
+        return cls(m, n, len(slabs), halo, slabs, fixed, ring)
 
     def needed(self, rank: int) -> list[tuple[int, int]]:
         """Global rows ``(start, stop)`` that ``rank`` receives at each exchange: its ghost
         rows and fixed rows, above then below (global boundary rows excluded)."""
         slab = self.slabs[rank]
-        ranges = [(max(0, slab.lo - 1), slab.first), (slab.stop, min(self.m, slab.hi + 1))]
+        ranges = [(max(0, slab.lo - self.fixed), slab.first),
+                  (slab.stop, min(self.m, slab.hi + self.fixed))]
         return [(a, b) for a, b in ranges if b > a]
 
     def transfers(self) -> list[tuple[int, int, int, int]]:
@@ -115,12 +130,13 @@ class Decomposition:
         return sum(b - a for a, b in self.needed(rank)) * row_stride * itemsize
 
 
-def exchange_period(steps_per_launch: int, requested: int | None = None) -> int:
-    """Steps between halo exchanges (= ghost rows per side).
+def exchange_period(steps_per_launch: int, requested: int | None = None,
+                    min_steps: int = DEFAULT_MIN_EXCHANGE_STEPS) -> int:
+    """Steps between halo exchanges (= ghost rows per side for Jacobi).
 
-    The smallest multiple of the kernel's steps per launch that is at least
-    ``DEFAULT_MIN_EXCHANGE_STEPS`` (16 for the GPU blocked kernel, 8 for the others), unless
-    ``requested`` or ``OCLSCI_MPI_EXCHANGE_EVERY`` names one.
+    The smallest multiple of the kernel's steps per launch that is at least ``min_steps``
+    (default ``DEFAULT_MIN_EXCHANGE_STEPS``: 16 for Jacobi's GPU blocked kernel, 8 for the
+    others), unless ``requested`` or ``OCLSCI_MPI_EXCHANGE_EVERY`` names one.
     """
     steps_per_launch = max(1, int(steps_per_launch))
     if requested is None:
@@ -134,7 +150,7 @@ def exchange_period(steps_per_launch: int, requested: int | None = None) -> int:
         if requested < 1:
             raise InputError(f"exchange period must be >= 1, got {requested}")
         return int(requested)
-    return steps_per_launch * max(1, math.ceil(DEFAULT_MIN_EXCHANGE_STEPS / steps_per_launch))
+    return steps_per_launch * max(1, math.ceil(max(1, min_steps) / steps_per_launch))
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,11 +164,15 @@ EXCHANGE_PHASES = ("device-to-host", "MPI", "host-to-device")
 
 
 class SlabHalo:
-    """The ``halo`` object that :func:`oclsci.jacobi.run` drives on one rank of a slab run.
+    """The ``halo`` object that :func:`oclsci.jacobi.run` drives on one rank of a slab run
+    (and the stencil's runner, :func:`oclsci.stencil.runner.run_steps`).
 
     ``exchange`` posts the receives of ghost and fixed rows, copies the rows that other ranks
     need to the host, sends them (all non-blocking, both neighbours at once), then writes the
-    received rows into the local grid; ``allreduce_sum`` and ``agree`` work over ranks.
+    received rows into the local grid; ``allreduce_sum`` and ``agree`` work over ranks. The
+    rows are those of each of the solver's ``halo_levels`` (objects with ``x_buffer`` or
+    ``read_rows``, ``write_rows``, ``row_stride``, ``dtype`` and ``compute``), in order; a
+    solver without them is its own one level.
     """
 
     def __init__(self, world: World, decomposition: Decomposition, period: int | None = None):
@@ -186,18 +206,24 @@ class SlabHalo:
         """Refresh this rank's ghost and fixed rows from the ranks that own them."""
         if not self.sends and not self.receives:
             return
+        levels = getattr(solver, "halo_levels", None) or [solver]
+        # Every level's transfers in the order of the sends and receives: both sides of a
+        # pair list them alike.
+        sends = [(level, dest, a, b) for level in levels for dest, a, b in self.sends]
+        receives = [(level, source, a, b) for level in levels
+                    for source, a, b in self.receives]
         solver.compute.queue.finish()  # the steps before count as compute, not as exchange
         if self.transport is None:
             self.transport = RowTransport(
-                self.world, solver.compute, [(dest, b - a) for dest, a, b in self.sends],
-                [(source, b - a) for source, a, b in self.receives], solver.row_stride,
-                solver.dtype)
+                self.world, solver.compute, [(dest, b - a) for _, dest, a, b in sends],
+                [(source, b - a) for _, source, a, b in receives], levels[0].row_stride,
+                levels[0].dtype)
         transport = self.transport
         started = time.perf_counter()
         transport.begin()
         clock = started
-        events = [self._read_rows(solver, self.slab.local(a), transport.outbox(k))
-                  for k, (_, a, _) in enumerate(self.sends)]
+        events = [self._read_rows(level, self.slab.local(a), transport.outbox(k))
+                  for k, (level, _, a, _) in enumerate(sends)]
         events = [event for event in events if event is not None]
         if events:
             cl.wait_for_events(events)
@@ -205,9 +231,9 @@ class SlabHalo:
         transport.send()
         transport.wait_receives()
         clock = self._lap("MPI", clock)
-        for k, (_, a, _) in enumerate(self.receives):
+        for k, (level, _, a, _) in enumerate(receives):
             rows = transport.inbox(k)
-            solver.write_rows(self.slab.local(a), rows)  # finished when it returns
+            level.write_rows(self.slab.local(a), rows)  # finished when it returns
             self.bytes_received += rows.nbytes
         clock = self._lap("host-to-device", clock)
         transport.complete()

@@ -16,39 +16,15 @@ from typing import Any
 import numpy as np
 
 from oclsci.arrays import check_finite
-from oclsci.errors import ArgumentTypeError, Interrupted
+from oclsci.errors import ArgumentTypeError
 from oclsci.runtime.device import as_compute_context
-from oclsci.runtime.launch import Pacer
-from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
 from oclsci.stencil.language import Expression, parse
 from oclsci.stencil.problem import Problem, prepare, round_scalar
 from oclsci.stencil.reference import stencil_numpy
+from oclsci.stencil.runner import run_steps
 from oclsci.stencil.solver import StencilSolver
 
-
-def run_steps(solver: StencilSolver, steps: int, *,
-              progress: Callable[[int, int], None] | None = None,
-              should_stop: Callable[[], Any] | None = None) -> None:
-    """Advance ``solver`` until it has done ``steps`` steps, in paced chunks (the host about a
-    tenth of a second ahead of the device); between chunks report ``progress(done, steps)``
-    and, when ``should_stop()`` answers true (or a stop signal's number), raise
-    :class:`~oclsci.errors.Interrupted`."""
-    pacer = Pacer()
-    per_launch = solver.steps_per_launch
-    while solver.iteration < steps:
-        chunk = min(pacer.launches() * per_launch, steps - solver.iteration)
-        pacer.submitted(solver.advance(chunk), -(-chunk // per_launch))
-        done = solver.iteration
-        if progress:
-            progress(done, steps)
-        stop = should_stop() if should_stop else False
-        if stop and done < steps:
-            pacer.drain()
-            code = stop_exit_code(stop)
-            signum = code - EXIT_SIGNAL_BASE if code > EXIT_SIGNAL_BASE else None
-            by = signal_name(signum) if signum else "a stop request"
-            raise Interrupted(f"stopped by {by} at step {done}", exit_code=code, signum=signum)
-    pacer.drain()
+__all__ = ["Stencil", "run_steps"]
 
 
 class Stencil:

@@ -99,7 +99,8 @@ def test_launcher_detection(env, expected):
 
 @pytest.mark.parametrize("module", ["oclsci.mpi", "oclsci.jacobi.distributed", "oclsci.driver",
                                     "oclsci.jacobi.driver", "oclsci.poisson.driver",
-                                    "oclsci.mandelbrot.driver", "oclsci.lombscargle.driver"])
+                                    "oclsci.mandelbrot.driver", "oclsci.lombscargle.driver",
+                                    "oclsci.stencil.driver", "oclsci.stencil.distributed"])
 def test_mpi_and_driver_load_nothing_of_the_cli(module):
     """No import cycle cli -> mpi -> cli: the MPI code and the drivers stand without the CLI."""
     code = f"import sys, {module}; print([m for m in sys.modules if m.startswith('oclsci.cli')])"
@@ -126,7 +127,7 @@ def test_no_cli_import_anywhere_under_mpi_or_jacobi():
             assert not any(name.startswith("oclsci.cli") for name in names), path
             if path.parent.name == "mpi":
                 workloads = ("oclsci.jacobi", "oclsci.mandelbrot", "oclsci.lombscargle",
-                             "oclsci.poisson", "oclsci.elementwise")
+                             "oclsci.poisson", "oclsci.elementwise", "oclsci.stencil")
                 assert not any(name.startswith(workloads) for name in names), path
             if path.parent.name == "mpi" or path in runners:  # rank 0 reports through results
                 assert not (isinstance(node, ast.Call) and getattr(node.func, "id", "") ==
@@ -142,7 +143,8 @@ def test_no_launcher_no_mpi4py_import():
     assert out.stdout.strip() == "ok", out.stderr
 
 
-@pytest.mark.parametrize("command", ["jacobi", "poisson", "mandelbrot", "lombscargle"])
+@pytest.mark.parametrize("command", ["jacobi", "poisson", "mandelbrot", "lombscargle",
+                                     "stencil"])
 def test_one_device_commands_import_nothing_of_mpi(tmp_path, command):
     """Without a launcher, the distributed commands load no module of oclsci.mpi (nor
     mpi4py): a one-device run pays nothing for MPI."""
@@ -151,7 +153,10 @@ def test_one_device_commands_import_nothing_of_mpi(tmp_path, command):
     np.save(tmp_path / "s.npy", np.stack([times, np.sin(times)]))
     args = {"jacobi": ["-n", "3"], "poisson": ["--max-cycles", "1"],
             "mandelbrot": ["--width", "16", "--height", "8", "--no-image"],
-            "lombscargle": [str(tmp_path / "s.npy"), "--freqs", "0.1:1:4"]}[command]
+            "lombscargle": [str(tmp_path / "s.npy"), "--freqs", "0.1:1:4"],
+            "stencil": ["u + 0.1 * u[1, 0]", str(tmp_path / "u.npy"), "-n", "3", "-o",
+                        str(tmp_path / "out.npy")]}[command]
+    np.save(tmp_path / "u.npy", np.ones((6, 5)))
     code = ("import sys; from oclsci.cli import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in sys.modules if m.startswith(('oclsci.mpi', 'mpi4py'))))")
