@@ -25,7 +25,7 @@ from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.launch import Launch
 from oclsci.stencil.codegen import blocked_params, template_params
 from oclsci.stencil.kernels import StencilConfig, choose
-from oclsci.stencil.language import Binary, Node
+from oclsci.stencil.language import Binary, Expression, Node, loads
 from oclsci.stencil.problem import Problem
 from oclsci.stencil.specs import Geometry
 
@@ -50,18 +50,26 @@ def build_options(problem: Problem) -> tuple[str, ...]:
     return ()
 
 
+def stencil_geometry(expression: Expression, shape: tuple[int, ...],
+                     dtype: np.dtype) -> Geometry:
+    """What the kernels' launches and limits depend on, for ``expression`` on a grid of
+    ``shape`` in ``dtype``: among them every (source, offset) it reads."""
+    dims = len(shape)
+    reads = frozenset((load.source, load.offset or (0,) * dims) for load in loads(expression.root))
+    return Geometry(tuple(shape), expression.radius, expression.uses_prev,
+                    np.dtype(dtype).itemsize, reads)
+
+
 def geometry(problem: Problem, dtype: np.dtype) -> Geometry:
     """What the kernels' launches and limits depend on, for ``problem``."""
-    expression = problem.expression
-    return Geometry(tuple(problem.shape), expression.radius, expression.uses_prev,
-                    np.dtype(dtype).itemsize)
+    return stencil_geometry(problem.expression, problem.shape, dtype)
 
 
 def program(problem: Problem, dtype: np.dtype, config: StencilConfig) -> tuple[str, tuple, dict]:
     """What builds ``config``'s kernel for ``problem``: the template, the build options and
     the template's parameters (:func:`oclsci.runtime.programs.build_program`'s arguments)."""
     blocked = config.spec.steps_param is not None
-    params = (blocked_params if blocked else template_params)(
+    params = (config.spec.codegen or (blocked_params if blocked else template_params))(
         problem.expression, problem.u0.ndim, dtype)
     params.update(config.spec.template_params(config.params))
     return config.spec.template, build_options(problem), params
@@ -71,18 +79,20 @@ class StencilSolver:
     """Device buffers and the chosen kernel for ``problem`` (its steps are the caller's to
     run: :meth:`advance`). ``kernel``: a name of :data:`oclsci.stencil.kernels.KERNELS` or
     ``auto`` (a configuration tuned for the device first: :func:`oclsci.stencil.kernels.choose`);
-    ``kernel_params`` override the kernel's defaults."""
+    ``kernel_params`` override the kernel's defaults; ``candidates``, when given, are the
+    configurations to try instead (best first: the first that builds runs)."""
 
     def __init__(self, compute: ComputeContext, problem: Problem, kernel: str = "auto",
-                 kernel_params: Mapping | None = None):
+                 kernel_params: Mapping | None = None,
+                 candidates: list[StencilConfig] | None = None):
         self.compute = compute
         self.problem = problem
         self.dtype = compute.check_dtype(problem.dtype)
         self.radius = radius = problem.expression.radius
         self.dims = problem.u0.ndim
         self.geo = geometry(problem, self.dtype)
-        candidates = choose(compute, kernel, self.geo, problem.expression, self.dtype,
-                            kernel_params)
+        candidates = candidates or choose(compute, kernel, self.geo, problem.expression,
+                                          self.dtype, kernel_params)
         self.blocked = candidates[0].spec.steps_param is not None
         padded = tuple(size + 2 * radius for size in problem.shape)
         self.row_stride = -(-padded[-1] // ROW_ALIGN) * ROW_ALIGN
@@ -194,11 +204,62 @@ class StencilSolver:
             self._after(size)
         return event
 
+    @property
+    def layer_stride(self) -> int:
+        """Elements of one padded layer along the slowest axis (a row in 2-D, a plane in
+        3-D)."""
+        return int(np.prod(self.layout[1:]))
+
+    def buffers_now(self) -> tuple[Any, Any]:
+        """(the previous level's buffer, None without u.prev; the current level's): what the
+        next step reads, after the steps enqueued so far."""
+        rotation = self.phase if self.blocked else self.iteration
+        previous, current = self._roles(rotation)[:2]
+        return previous, current
+
+    @property
+    def halo_levels(self) -> list[LevelRows]:
+        """The levels that an exchange of ghost layers refreshes (u.prev's first, then u's),
+        as rows of :attr:`layer_stride` elements: see :class:`oclsci.mpi.slabs.SlabHalo`."""
+        return [LevelRows(self, index) for index, buffer in enumerate(self.buffers_now())
+                if buffer is not None]
+
     def read(self) -> np.ndarray:
         """The field now (after the steps enqueued so far), as a new array of the grid's
         shape."""
+        return self._interior(self.buffers_now()[1])
+
+    def read_prev(self) -> np.ndarray | None:
+        """The previous time level now (None when the update does not read u.prev)."""
+        previous = self.buffers_now()[0]
+        return None if previous is None else self._interior(previous)
+
+    def _interior(self, buffer: Any) -> np.ndarray:
         host = np.empty(self.layout, dtype=self.dtype)
-        rotation = self.phase if self.blocked else self.iteration
-        cl.enqueue_copy(self.compute.queue, host, self._roles(rotation)[1])
+        cl.enqueue_copy(self.compute.queue, host, buffer)
         r = self.radius
         return host[tuple(slice(r, r + s) for s in self.problem.shape)].copy()
+
+
+class LevelRows:
+    """One time level of a :class:`StencilSolver` as padded rows (layers along the slowest
+    axis), numbered from the first layer of the ring: ``index`` 0 the previous level, 1 the
+    current one, as :meth:`StencilSolver.buffers_now` gives them when asked."""
+
+    def __init__(self, solver: StencilSolver, index: int):
+        self.solver = solver
+        self.index = index
+        self.compute = solver.compute
+        self.dtype = solver.dtype
+        self.row_stride = solver.layer_stride
+
+    @property
+    def x_buffer(self) -> Any:
+        """The level's buffer now."""
+        return self.solver.buffers_now()[self.index]
+
+    def write_rows(self, first: int, rows: np.ndarray) -> None:
+        """Overwrite rows from ``first`` with ``rows`` (finished when it returns)."""
+        rows = np.ascontiguousarray(rows, dtype=self.dtype)
+        cl.enqueue_copy(self.compute.queue, self.x_buffer, rows,
+                        dst_offset=first * self.row_stride * self.dtype.itemsize)
