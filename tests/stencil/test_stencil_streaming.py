@@ -10,7 +10,10 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -224,3 +227,25 @@ def test_defaults_and_tuning_space_fit(facts, itemsize):
     for p in SPEC.candidates(facts, geo) if not facts["is_cpu"] else []:
         assert SPEC.problem(SPEC.resolve(p), geo, facts) is None, p
         assert SPEC.cost(SPEC.resolve(p), geo, facts) > 0
+
+
+def test_the_gpu_script_runs_small_anywhere():
+    """benchmarks/stencil_vs_jacobi.py (run on a GPU by hand) on a small grid: every stencil
+    kernel's result has Jacobi's bits."""
+    from conftest import DEVICE_SPECS, REPO_ROOT
+
+    if not DEVICE_SPECS:
+        pytest.skip("no OpenCL device")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), OCLSCI_TUNE_CACHE="off")
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" /
+                                                 "stencil_vs_jacobi.py"),
+                             "--size", "45", "--steps", "7", "--rounds", "1", "--device",
+                             DEVICE_SPECS[0]], capture_output=True, text=True, env=env,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "oclsci jacobi auto" in lines[1]
+    for kernel, line in zip(["auto", "streaming", "tiled", "stream", "step"], lines[2:7],
+                            strict=True):
+        assert f"stencil {kernel} " in line and "bit-exact" in line, line
+    assert lines[7].startswith("stencil auto >= 90% of oclsci jacobi auto")
