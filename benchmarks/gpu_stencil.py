@@ -44,6 +44,7 @@ from oclsci.runtime.device import create_context
 from oclsci.stencil import Stencil, StencilSolver
 from oclsci.stencil import tuner as stencil_tuner
 from oclsci.stencil.kernels import KERNELS
+from oclsci.stencil.solver import geometry
 
 warnings.simplefilter("ignore", cl.CompilerWarning)
 
@@ -205,7 +206,8 @@ def main() -> None:
     del two
     bound = copy_rate / BYTES_PER_UPDATE
     rows, reference = [], None
-    for kernel in [*KERNELS, "auto"]:
+    geo = geometry(problem, np.dtype(np.float32))
+    for kernel in [*(k for k, spec in KERNELS.items() if spec.handles(geo) is None), "auto"]:
         seconds, result, config = best_seconds(
             lambda kernel=kernel: StencilSolver(compute, problem, kernel=kernel), steps,
             args.repeats)

@@ -21,9 +21,18 @@
   registers). Advances and work-items wholly inside the grid, in full launches, take a path
   without tests per cell. Levels above `steps` (runtime, <= max_steps) pass their rows
   through. Columns are aligned to cols (rows start aligned: row_stride is a multiple of 16),
-  so loads and stores are vectors. Each update evaluates
-  ((((up + down) + left) + right) - b) * 0.25 exactly as NumPy does: bit-exact. Cells outside
-  the interior keep their value.
+  so loads and stores are vectors. Cells outside the interior keep their value (the ring
+  holds the boundary: zero for Jacobi, the stencil's constant for oclsci.stencil).
+  The update is pluggable: `update` is the cell's new value as C text (a str.format pattern)
+  over the operands {up}, {down}, {left}, {right}, {centre} (the cell and its neighbours at
+  the level below: vectors of cols cells) and one operand per read-only field, named by its
+  register prefix; `fields` lists the read-only fields streamed like B, each (kernel
+  argument, register prefix), loaded at the row being updated (offset 0 only); `scalars`
+  names the real_t kernel arguments after them. Jacobi (oclsci/jacobi/specs/streaming.py):
+  "(real_t)0.25 * ({up} + {down} + {left} + {right} - {b})" with fields (("rhs", "b"),), no
+  scalars: ((((up + down) + left) + right) - b) * 0.25 exactly as NumPy does, bit-exact.
+  A stencil (oclsci/stencil/specs/streaming.py): its fully parenthesised update
+  (oclsci.stencil.codegen), its fields, parameters and boundary value.
   Global size (ceil((n + 1) / tile_w) * local_w, ceil(m / seg_h)), local size (local_w, 1).
   The spec derives the geometry (rows_apart, halo, tile_w, slots, period, edge_groups) once
   and passes it in with the parameters.
@@ -60,6 +69,21 @@
         # Slot of the row offset + i of the rows level t computes at advance k, counted
         # on level t - 1 when offset is -d - 1 .. -d + 1 (the rows around it).
         return (k * R + i - 1 + offset) % S
+    def signature():
+        # The kernel's arguments, wrapped as lines of at most 96 characters.
+        args = ["__global real_t *restrict x_new", "__global const real_t *restrict x_old"]
+        args += [f"__global const real_t *restrict {buffer}" for buffer, _ in fields]
+        args += [f"const real_t {name}" for name in scalars]
+        args += ["int m", "int n", "int row_stride", "int steps"]
+        lines, line = [], "void jacobi_streaming("
+        for index, arg in enumerate(args):
+            text = arg + (")" if index == len(args) - 1 else ",")
+            if not line.endswith("(") and len(line) + 1 + len(text) > 96:
+                lines.append(line)
+                line = " " * 22 + text
+            else:
+                line += ("" if line.endswith("(") else " ") + text
+        return "\n".join(lines + [line])
 %>
 #pragma OPENCL FP_CONTRACT OFF
 #define LW ${LW}
@@ -68,9 +92,7 @@
 #define EDGE(buf, g, i, item) ((((buf) * ${G} + (g)) * ${R} + (i)) * LW + (item))
 
 __kernel __attribute__((reqd_work_group_size(LW, 1, 1)))
-void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *restrict x_old,
-                      __global const real_t *restrict rhs, int m, int n, int row_stride,
-                      int steps)
+${signature()}
 {
     __local ${et} west[${2 * G * R * LW}];   // the edge rows of each level: leftmost column
     __local ${et} east[${2 * G * R * LW}];   // rightmost column
@@ -93,13 +115,15 @@ void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *re
 % for t in range(T):
     ${vt} ${", ".join(f"x{t}_{s} = zero" for s in range(S))};
 % endfor
-% if rhs_in_regs and T > 1:
+% if rhs_in_regs and T > 1 and fields:
     // B of each level's rows but the top one's, kept for the level above at the next
     // advance (zero until loaded: the rows that use it then are not yet valid).
-    ${vt} ${", ".join(f"rb_{t}_{i} = zero" for t in range(1, T) for i in range(R))};
+% for _, f in fields:
+    ${vt} ${", ".join(f"r{f}_{t}_{i} = zero" for t in range(1, T) for i in range(R))};
+% endfor
 % endif
 
-<%def name="update(k, t, i, checked)">
+<%def name="update_row(k, t, i, checked)">
 <%
     # Level t's row a - d t + i, from level t - 1's rows around it (d + 1 rows lower in
     # level t - 1's own count).
@@ -108,7 +132,8 @@ void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *re
     if C > 1:
         left = f"({vt})({left}, " + ", ".join(lane(src_at, c) for c in range(C - 1)) + ")"
         right = f"({vt})(" + ", ".join(lane(src_at, c) for c in range(1, C)) + f", {right})"
-    y = f"(real_t)0.25 * ({src_above} + {src_below} + {left} + {right} - b_{t}_{i})"
+    y = update.format(up=src_above, down=src_below, left=left, right=right, centre=src_at,
+                      **{f: f"{f}_{t}_{i}" for _, f in fields})
     target = reg(t, slot(k, i)) if t < T else f"top_{i}"
 %>
 % if not checked:
@@ -150,14 +175,18 @@ void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *re
 % for i in range(R):
         ${reg(0, slot(k, i))} = next_x_0_${i};
 % endfor
-        ${vt} ${", ".join(f"b_{t}_{i}" for t in range(1, T + 1) for i in range(R))};
+% for _, f in fields:
+        ${vt} ${", ".join(f"{f}_{t}_{i}" for t in range(1, T + 1) for i in range(R))};
 % for i in range(R):
-        b_1_${i} = next_b_0_${i};
+        ${f}_1_${i} = next_${f}_0_${i};
+% endfor
 % endfor
 % for q in range(Q - 1):
 % for i in range(R):
         next_x_${q}_${i} = next_x_${q + 1}_${i};
-        next_b_${q}_${i} = next_b_${q + 1}_${i};
+% for _, f in fields:
+        next_${f}_${q}_${i} = next_${f}_${q + 1}_${i};
+% endfor
 % endfor
 % endfor
         {
@@ -166,38 +195,48 @@ void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *re
             if (item_inside && ahead - ${D} >= 1 && ahead + ${R - 1} <= m + 1) {
 % for i in range(R):
                 next_x_${Q - 1}_${i} = ${load(f"x_old + (at_ahead + {i} * (size_t)row_stride)")};
-                next_b_${Q - 1}_${i} =
-                    ${load(f"rhs + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")};
+% for buffer, f in fields:
+                next_${f}_${Q - 1}_${i} =
+                    ${load(f"{buffer} + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")};
+% endfor
 % endfor
             } else {
 % for i in range(R):
                 next_x_${Q - 1}_${i} = (ahead + ${i} >= 0 && ahead + ${i} <= m + 1 && in_memory)
                     ? ${load(f"x_old + (at_ahead + {i} * (size_t)row_stride)")} : zero;
-                next_b_${Q - 1}_${i} = (ahead + ${i - D} >= 1 && ahead + ${i - D} <= m
+% for buffer, f in fields:
+                next_${f}_${Q - 1}_${i} = (ahead + ${i - D} >= 1 && ahead + ${i - D} <= m
                                         && in_memory)
-                    ? ${load(f"rhs + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")} : zero;
+                    ? ${load(f"{buffer} + (at_ahead + {i - D} * (ptrdiff_t)row_stride)")} : zero;
+% endfor
 % endfor
             }
         }
 % if rhs_in_regs:
         // Level t's rows are level t - 1's rows of the previous advance: so is their B.
+% for _, f in fields:
 % for t in range(2, T + 1):
 % for i in range(R):
-        b_${t}_${i} = rb_${t - 1}_${i};
+        ${f}_${t}_${i} = r${f}_${t - 1}_${i};
 % endfor
 % endfor
-% else:
+% endfor
+% elif fields:
         if (plain) {
+% for buffer, f in fields:
 % for t in range(2, T + 1):
 % for i in range(R):
-            b_${t}_${i} = ${load(f"rhs + (at_a - {D * t - i} * (ptrdiff_t)row_stride)")};
+            ${f}_${t}_${i} = ${load(f"{buffer} + (at_a - {D * t - i} * (ptrdiff_t)row_stride)")};
+% endfor
 % endfor
 % endfor
         } else {
+% for buffer, f in fields:
 % for t in range(2, T + 1):
 % for i in range(R):
-            b_${t}_${i} = (update_${t}_${i} && in_memory)
-                ? ${load(f"rhs + (at_a - {D * t - i} * (ptrdiff_t)row_stride)")} : zero;
+            ${f}_${t}_${i} = (update_${t}_${i} && in_memory)
+                ? ${load(f"{buffer} + (at_a - {D * t - i} * (ptrdiff_t)row_stride)")} : zero;
+% endfor
 % endfor
 % endfor
         }
@@ -225,20 +264,22 @@ void jacobi_streaming(__global real_t *restrict x_new, __global const real_t *re
         if (plain) {
 % for t in range(1, T + 1):
 % for i in range(R):
-${update(k, t, i, False)}
+${update_row(k, t, i, False)}
 % endfor
 % endfor
         } else {
 % for t in range(1, T + 1):
 % for i in range(R):
-${update(k, t, i, True)}
+${update_row(k, t, i, True)}
 % endfor
 % endfor
         }
 % if rhs_in_regs:
+% for _, f in fields:
 % for t in range(1, T):
 % for i in range(R):
-        rb_${t}_${i} = b_${t}_${i};
+        r${f}_${t}_${i} = ${f}_${t}_${i};
+% endfor
 % endfor
 % endfor
 % endif
@@ -268,7 +309,9 @@ ${update(k, t, i, True)}
 
     // The first ${Q} advance(s)' rows.
 % for q in range(Q):
-    ${vt} ${", ".join(f"next_x_{q}_{i} = zero, next_b_{q}_{i} = zero" for i in range(R))};
+    ${vt} ${", ".join(", ".join([f"next_x_{q}_{i} = zero"]
+                                + [f"next_{f}_{q}_{i} = zero" for _, f in fields])
+                      for i in range(R))};
 % endfor
 % for q in range(Q):
     {
@@ -276,8 +319,10 @@ ${update(k, t, i, True)}
 % for i in range(R):
         if (a + ${i} >= 0 && a + ${i} <= m + 1 && in_memory)
             next_x_${q}_${i} = ${load(f"x_old + ((size_t)(a + {i}) * row_stride + j0)")};
+% for buffer, f in fields:
         if (a + ${i - D} >= 1 && a + ${i - D} <= m && in_memory)
-            next_b_${q}_${i} = ${load(f"rhs + ((size_t)(a + {i - D}) * row_stride + j0)")};
+            next_${f}_${q}_${i} = ${load(f"{buffer} + ((size_t)(a + {i - D}) * row_stride + j0)")};
+% endfor
 % endfor
     }
 % endfor

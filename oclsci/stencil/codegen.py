@@ -9,7 +9,9 @@ rounding); parameters are kernel arguments of the field's type, rounded on the h
 
 Names in the generated code: ``u_old`` (the field), ``u_prev`` (the previous level),
 ``f_<name>`` (a read-only field), ``p_<name>`` (a parameter); ``at`` is the cell's index in
-the padded layout, ``rs`` and ``ps`` the row and plane strides in elements.
+the padded layout, ``rs`` and ``ps`` the row and plane strides in elements. Jacobi's
+streaming template (``kernels/jacobi/streaming.cl.mako``) takes the update as a pattern over
+its named operands instead (:func:`streaming_params`).
 """
 
 from __future__ import annotations
@@ -117,4 +119,33 @@ def template_params(expression: Expression, dims: int, dtype: np.dtype) -> dict:
         "uses_prev": expression.uses_prev,
         "update": expression_code(expression.root, dtype, lambda n: load_code(n, dims)),
         "stencil_text": comment_text(expression),
+    }
+
+
+# The streaming template's operands for u's reads of a 2-D radius-1 star stencil.
+STREAMING_OPERANDS = {(0, 0): "centre", (-1, 0): "up", (1, 0): "down", (0, -1): "left",
+                      (0, 1): "right"}
+
+
+def streaming_params(expression: Expression, dims: int, dtype: np.dtype) -> dict:
+    """The parameters of ``kernels/jacobi/streaming.cl.mako`` for a 2-D radius-1 star
+    stencil without u.prev whose fields are read at offset 0 (the kernel spec has checked):
+    the update as a ``str.format`` pattern over the template's operands (``{up}``,
+    ``{down}``, ``{left}``, ``{right}``, ``{centre}``, ``{f<i>}`` for field i), the fields
+    as (kernel argument, register prefix), the parameters and the boundary value as scalar
+    arguments (the order the stencil solver passes them)."""
+    registers = {name: f"f{index}" for index, name in enumerate(expression.fields)}
+
+    def operand(load: Load) -> str:
+        offset = load.offset or (0,) * dims
+        if load.source == UPDATED:
+            return "{" + STREAMING_OPERANDS[offset] + "}"
+        assert load.source in registers and offset == (0,) * dims, load
+        return "{" + registers[load.source] + "}"
+
+    return {
+        "dtype": dtype,
+        "update": expression_code(expression.root, dtype, operand),
+        "fields": tuple((buffer_name(name), registers[name]) for name in expression.fields),
+        "scalars": tuple(f"p_{name}" for name in expression.params) + ("boundary",),
     }

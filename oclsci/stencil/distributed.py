@@ -30,8 +30,7 @@ from oclsci.mpi.slabs import DEFAULT_MIN_EXCHANGE_STEPS, Decomposition, SlabHalo
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.stencil.kernels import choose
 from oclsci.stencil.problem import Problem
-from oclsci.stencil.solver import StencilSolver
-from oclsci.stencil.specs import Geometry
+from oclsci.stencil.solver import StencilSolver, stencil_geometry
 
 
 def scatter_layers(world: World, decomposition: Decomposition, array: np.ndarray | None,
@@ -77,8 +76,9 @@ class DistributedStencil:
         self.world = world
         self.shape = tuple(shape)
         radius = skeleton.expression.radius
-        share = Geometry((max(1, self.shape[0] // world.size),) + self.shape[1:], radius,
-                         skeleton.expression.uses_prev, skeleton.dtype.itemsize)
+        share = stencil_geometry(skeleton.expression,
+                                 (max(1, self.shape[0] // world.size),) + self.shape[1:],
+                                 skeleton.dtype)
         candidates = world.bcast(world.agree(
             lambda: choose(compute, kernel, share, skeleton.expression, skeleton.dtype,
                            kernel_params) if world.is_root else None))

@@ -25,7 +25,7 @@ from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.launch import Launch
 from oclsci.stencil.codegen import blocked_params, template_params
 from oclsci.stencil.kernels import StencilConfig, choose
-from oclsci.stencil.language import Binary, Node
+from oclsci.stencil.language import Binary, Expression, Node, loads
 from oclsci.stencil.problem import Problem
 from oclsci.stencil.specs import Geometry
 
@@ -50,18 +50,26 @@ def build_options(problem: Problem) -> tuple[str, ...]:
     return ()
 
 
+def stencil_geometry(expression: Expression, shape: tuple[int, ...],
+                     dtype: np.dtype) -> Geometry:
+    """What the kernels' launches and limits depend on, for ``expression`` on a grid of
+    ``shape`` in ``dtype``: among them every (source, offset) it reads."""
+    dims = len(shape)
+    reads = frozenset((load.source, load.offset or (0,) * dims) for load in loads(expression.root))
+    return Geometry(tuple(shape), expression.radius, expression.uses_prev,
+                    np.dtype(dtype).itemsize, reads)
+
+
 def geometry(problem: Problem, dtype: np.dtype) -> Geometry:
     """What the kernels' launches and limits depend on, for ``problem``."""
-    expression = problem.expression
-    return Geometry(tuple(problem.shape), expression.radius, expression.uses_prev,
-                    np.dtype(dtype).itemsize)
+    return stencil_geometry(problem.expression, problem.shape, dtype)
 
 
 def program(problem: Problem, dtype: np.dtype, config: StencilConfig) -> tuple[str, tuple, dict]:
     """What builds ``config``'s kernel for ``problem``: the template, the build options and
     the template's parameters (:func:`oclsci.runtime.programs.build_program`'s arguments)."""
     blocked = config.spec.steps_param is not None
-    params = (blocked_params if blocked else template_params)(
+    params = (config.spec.codegen or (blocked_params if blocked else template_params))(
         problem.expression, problem.u0.ndim, dtype)
     params.update(config.spec.template_params(config.params))
     return config.spec.template, build_options(problem), params

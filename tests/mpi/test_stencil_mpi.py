@@ -133,6 +133,8 @@ RUNS = [  # case, kernel and its parameters, rank counts
     ("2d-r1-field", "step", (), (1, 2, 3)),
     ("2d-r1-field", "tiled", ("max_steps=3",), (2, 4)),
     ("2d-r1-field", "stream", ("max_steps=2", "seg=4"), (3,)),
+    ("2d-r1-field", "streaming", ("cols=2", "local_w=8", "max_steps=3", "seg_h=5", "skew=2"),
+     (2, 3)),
     ("2d-r2-prev-field", "stream", ("max_steps=2",), (4,)),
     ("2d-r2-prev-field", "tiled", ("max_steps=2",), (2,)),
     ("3d-r1-field", "step", (), (2, 4)),

@@ -203,10 +203,10 @@ def elementwise_cases() -> list[dict]:
 
 
 def stencil_cases() -> list[dict]:
-    """The user-stencil kernels (step, tiled, stream): 2-D and 3-D, radius 1, 2 and 4, star
-    and box, a right-hand side and a coefficient field read at offsets, the previous level
-    (u.prev), division, both precisions, one-row and 3 x 3 x 3 grids; the blocked kernels
-    with several (partial) tiles and segments and a remainder launch."""
+    """The user-stencil kernels (step, tiled, stream, streaming): 2-D and 3-D, radius 1, 2
+    and 4, star and box, a right-hand side and a coefficient field read at offsets, the
+    previous level (u.prev), division, both precisions, one-row and 3 x 3 x 3 grids; the
+    blocked kernels with several (partial) tiles and segments and a remainder launch."""
     if not _importable("oclsci.stencil", "Stencil"):
         return []
     box27 = " + ".join(f"u[{i}, {j}, {k}]" for i in (-1, 0, 1) for j in (-1, 0, 1)
@@ -242,6 +242,11 @@ def stencil_cases() -> list[dict]:
          {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2, "seg": 2}),
         ("r4-3d", stencils[3][1], {}, (), (4, 5, 9), 1.0, "stream",
          {"local_w": 16, "local_h": 2, "cells_y": 5, "max_steps": 1, "seg": 3}),
+        ("jacobi", stencils[0][1], {}, ("b",), (9, 13), 0.0, "streaming",
+         {"cols": 2, "local_w": 8, "max_steps": 3, "seg_h": 4, "rhs_in_regs": 1}),
+        ("heat", "u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)", {"k": 0.2}, (),
+         (7, 11), 0.5, "streaming", {"cols": 4, "local_w": 4, "max_steps": 2, "seg_h": 3,
+                                     "skew": 2, "rows": 2, "prefetch": 2}),
     ]
     cases += [{"id": make_id("stencil", kernel, name, dtype, "x".join(map(str, shape))),
                "kind": "stencil", "expression": expression, "params": params,

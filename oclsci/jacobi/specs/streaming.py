@@ -87,6 +87,19 @@ def geometry(p: Mapping) -> dict:
             "period": slots // rows, "edge_groups": -(-p["max_steps"] // p["edge_levels"])}
 
 
+# The Jacobi update in the template's operands (kernels/jacobi/streaming.cl.mako renders any
+# 2-D five-point update; oclsci/stencil/specs/streaming.py renders a stencil's): B streamed
+# from the kernel argument ``rhs`` into registers ``b``, no scalar arguments.
+JACOBI_UPDATE = {"update": "(real_t)0.25 * ({up} + {down} + {left} + {right} - {b})",
+                 "fields": (("rhs", "b"),), "scalars": ()}
+
+
+def jacobi_template_params(p: Mapping) -> dict:
+    """The template's derived parameters for Jacobi: the :func:`geometry` and the Jacobi
+    update (:data:`JACOBI_UPDATE`)."""
+    return dict(geometry(p), **JACOBI_UPDATE)
+
+
 def check(p: Mapping) -> str | None:
     """A strip that leaves no tile inside the halo cannot work; B passed from level to level
     in registers needs consecutive levels one advance apart (skew 1)."""
@@ -239,7 +252,7 @@ STREAMING = JacobiSpec(
     params=PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=launch,
     defaults=defaults, cost=cost, steps_param="max_steps",
     work_group=lambda p: (p["local_w"], 1), local_mem=local_mem, check=check,
-    derived=geometry,
+    derived=jacobi_template_params,
     candidates=candidates, suits=GPU, auto_on=GPU, auto_min_cells=AUTO_MIN_CELLS, tuned_on=GPU,
     tile=lambda p: (p["seg_h"], halos(p)[1]),
     work_per_item=lambda p, shape, items: p["cols"] * (min(p["seg_h"], shape[0])

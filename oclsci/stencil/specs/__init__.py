@@ -1,6 +1,7 @@
 """What a stencil kernel spec is (:class:`StencilKernelSpec`), and what specs share.
 
-One module per kernel of ``kernels/stencil/`` (``step``, ``tiled``, ``stream``) defines
+One module per kernel (``step``, ``tiled``, ``stream`` of ``kernels/stencil/``; ``streaming``,
+Jacobi's ``kernels/jacobi/streaming.cl.mako`` rendered with the stencil's update) defines
 ``SPEC``; :mod:`oclsci.stencil.kernels` lists them and chooses among them. Spec functions take
 ``p``, a configuration's parameters with defaults filled in (:meth:`StencilKernelSpec.resolve`),
 and ``geo``, the run's :class:`Geometry`; ``facts`` describe a device as
@@ -26,12 +27,16 @@ Launch = tuple[tuple[int, ...], tuple[int, ...] | None]
 @dataclass(frozen=True)
 class Geometry:
     """What a kernel's launch and limits depend on: the grid's shape (slowest axis first),
-    the stencil's radius, whether it reads u.prev, the item size in bytes."""
+    the stencil's radius, whether it reads u.prev, the item size in bytes, and what it
+    reads (kernels for some stencils only check it)."""
 
     shape: tuple[int, ...]
     radius: int
     uses_prev: bool = False
     itemsize: int = 4
+    # (source, offset) of each read: source "u", "u.prev" or a field's name, the offset along
+    # every axis, slowest first (empty: not known, and kernels that need it refuse).
+    reads: frozenset = frozenset()
 
     @property
     def dims(self) -> int:
@@ -78,14 +83,24 @@ class StencilKernelSpec:
     cost: Callable[[Mapping, Geometry, Mapping], float] | None = None
     # Parameters the launch takes as runtime arguments (the template never sees them).
     runtime: tuple[str, ...] = ()
-    # Of those, the ones the kernel takes as int arguments after the grid's (in order).
+    # Parameters the kernel takes as int arguments after the grid's, in order (runtime ones,
+    # or template ones it also takes at run time).
     arguments: tuple[str, ...] = ()
     suits: frozenset = BOTH  # device kinds worth running it on
+    # geo -> why the kernel cannot run this stencil whatever its parameters (dimension,
+    # radius, shape, reads), or None.
+    handles: Callable[[Geometry], str | None] = lambda geo: None
+    # p -> template parameters derived from the kernel's parameters (added to them).
+    derived: Callable[[Mapping], dict] | None = None
+    # (expression, dims, dtype) -> the template's parameters for the stencil (None: those of
+    # oclsci.stencil.codegen the stencil templates share).
+    codegen: Callable[[Any, int, Any], dict] | None = None
+    template_file: str | None = None  # the template's name when not stencil/<name>
 
     @property
     def template(self) -> str:
-        """The template's name, ``stencil/<name>``."""
-        return f"stencil/{self.name}"
+        """The template's name: ``stencil/<name>`` unless the spec names another."""
+        return self.template_file or f"stencil/{self.name}"
 
     def resolve(self, params: Mapping) -> dict:
         """Every parameter's value: ``params`` with defaults filled in; unknown names and
@@ -125,8 +140,8 @@ class StencilKernelSpec:
 
     def problem(self, p: Mapping, geo: Geometry, facts: Mapping) -> str | None:
         """Why ``p`` cannot run on this device for ``geo`` (local memory, work-group size,
-        the spec's own check), or None."""
-        why = self.check(p, geo)
+        the spec's own checks), or None."""
+        why = self.handles(geo) or self.check(p, geo)
         if why:
             return why
         if self.local_mem(p, geo) > facts["local_mem"]:
@@ -138,8 +153,10 @@ class StencilKernelSpec:
         return None
 
     def template_params(self, p: Mapping) -> dict:
-        """The parameters the template takes (the runtime ones left out)."""
-        return {key: value for key, value in p.items() if key not in self.runtime}
+        """The parameters the template takes (the runtime ones left out, the derived ones
+        added)."""
+        params = {key: value for key, value in p.items() if key not in self.runtime}
+        return dict(params, **self.derived(p)) if self.derived else params
 
 
 def param(name: str, default: Any = None, high: int = 1024) -> Param:
