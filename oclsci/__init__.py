@@ -5,11 +5,12 @@ One Python code for NVIDIA, AMD and Intel GPUs and for CPUs through PoCL. The de
 :mod:`oclsci.runtime.device`). docs/architecture.md draws how the packages depend on each other.
 
 The workloads oclsci runs have one record each here (:data:`WORKLOADS`): the commands it adds,
-its ``oclsci selftest`` checks, its ``oclsci bench`` cases and its runner over MPI ranks.
+its ``oclsci selftest`` checks, its ``oclsci bench`` cases, its runner over MPI ranks and its
+corner cases (:mod:`oclsci.corners`: every launch it can make, small, checked against NumPy).
 Records name modules as strings, so that reading them loads nothing; the command line,
-``oclsci bench`` and ``oclsci selftest`` iterate over them. Adding a workload: its package (its
-NumPy reference, kernels, command, ``selftest.py``, bench cases) and one record here
-(docs/architecture.md, "Adding a workload").
+``oclsci bench``, ``oclsci selftest`` and the Oclgrind suite iterate over them. Adding a
+workload: its package (its NumPy reference, kernels, command, ``selftest.py``, ``corners.py``,
+bench cases) and one record here (docs/architecture.md, "Adding a workload").
 """
 
 from __future__ import annotations
@@ -46,6 +47,9 @@ class Workload:
     # command name -> the module of its runner over MPI ranks (the commands that run as
     # ranks agree on their command line at start)
     distributed: dict[str, str] = field(default_factory=dict)
+    # the module defining ``corner_cases()`` and ``run_corner_case(compute, case)``: every
+    # launch the workload can make, on tiny problems, checked against NumPy (oclsci.corners)
+    corner_cases: str | None = None
 
     def selftest_checks(self, compute: Any, size: dict) -> list:
         """Its selftest's ``(name, check)`` pairs for ``compute`` (none without checks)."""
@@ -57,25 +61,31 @@ class Workload:
 WORKLOADS = (
     Workload("jacobi", {"jacobi": "oclsci.cli.jacobi", "laplacian": "oclsci.cli.jacobi"},
              selftest="oclsci.jacobi.selftest", bench="oclsci.bench.jacobi",
-             distributed={"jacobi": "oclsci.jacobi.distributed"}),
+             distributed={"jacobi": "oclsci.jacobi.distributed"},
+             corner_cases="oclsci.jacobi.corners"),
     Workload("mandelbrot", {"mandelbrot": "oclsci.cli.mandelbrot"},
              selftest="oclsci.mandelbrot.selftest", bench="oclsci.bench.mandelbrot",
-             distributed={"mandelbrot": "oclsci.mandelbrot.distributed"}),
+             distributed={"mandelbrot": "oclsci.mandelbrot.distributed"},
+             corner_cases="oclsci.mandelbrot.corners"),
     Workload("elementwise", {"elementwise": "oclsci.cli.elementwise"},
-             selftest="oclsci.elementwise.selftest", bench="oclsci.bench.elementwise"),
+             selftest="oclsci.elementwise.selftest", bench="oclsci.bench.elementwise",
+             corner_cases="oclsci.elementwise.corners"),
     # Named only in bench: Jacobi to the Poisson case's tolerance, and SciPy's Lomb-Scargle
     # at the seed's size, take minutes on a CPU core.
     Workload("poisson", {"poisson": "oclsci.cli.poisson"}, selftest="oclsci.poisson.selftest",
              bench="oclsci.bench.poisson", bench_in_all=False,
-             distributed={"poisson": "oclsci.poisson.distributed"}),
+             distributed={"poisson": "oclsci.poisson.distributed"},
+             corner_cases="oclsci.poisson.corners"),
     Workload("lombscargle", {"lombscargle": "oclsci.cli.lombscargle"},
              selftest="oclsci.lombscargle.selftest", bench="oclsci.bench.lombscargle",
-             bench_in_all=False, distributed={"lombscargle": "oclsci.lombscargle.distributed"}),
+             bench_in_all=False, distributed={"lombscargle": "oclsci.lombscargle.distributed"},
+             corner_cases="oclsci.lombscargle.corners"),
     # Named only in bench: NumPy's 256^3 heat steps take seconds each, and PoCL builds
     # every stencil kernel, with and without --quick.
     Workload("stencil", {"stencil": "oclsci.cli.stencil"}, selftest="oclsci.stencil.selftest",
              bench="oclsci.bench.stencil", bench_in_all=False,
-             distributed={"stencil": "oclsci.stencil.distributed"}),
+             distributed={"stencil": "oclsci.stencil.distributed"},
+             corner_cases="oclsci.stencil.corners"),
 )
 
 

@@ -1,9 +1,11 @@
 """Every workload's record (oclsci.WORKLOADS) names modules that exist and define what the
-command line, the selftest and the bench look for in them."""
+command line, the selftest, the bench and the corner cases (the Oclgrind suite) look for in
+them."""
 
 from __future__ import annotations
 
 import importlib
+import json
 
 from oclsci import WORKLOADS, distributed_commands, workload_commands
 
@@ -21,6 +23,42 @@ def test_every_record_names_what_exists():
         for command, module in workload.distributed.items():
             assert command in workload.commands
             importlib.import_module(module)
+
+
+def test_every_workload_has_corner_cases():
+    """Each record names its corner-case module (oclsci.corners): ``corner_cases()`` giving
+    JSON-able cases with an id and a cost, ``run_corner_case(compute, case)``, and
+    ``prepare_corner_cases`` callable where defined."""
+    ids = []
+    for workload in WORKLOADS:
+        assert workload.corner_cases == f"oclsci.{workload.name}.corners", workload.name
+        module = importlib.import_module(workload.corner_cases)
+        assert callable(module.run_corner_case)
+        assert callable(getattr(module, "prepare_corner_cases", callable))
+        cases = module.corner_cases()
+        assert cases and json.loads(json.dumps(cases)), workload.name
+        for case in cases:
+            assert {"id", "kind", "cost"} <= set(case), case
+        ids += [case["id"] for case in cases]
+    assert len(ids) == len(set(ids))
+
+
+def test_the_cheapest_corner_case_of_each_workload_passes(any_compute):
+    """Corner cases run on any device, not only under Oclgrind."""
+    from oclsci.corners import (
+        Unsupported,
+        prepare_corner_cases,
+        run_corner_case,
+        workload_corner_cases,
+    )
+
+    for workload in WORKLOADS:
+        case = min(workload_corner_cases(workload.name), key=lambda case: case["cost"])
+        prepare_corner_cases(any_compute, [case])
+        try:
+            run_corner_case(any_compute, case)
+        except Unsupported:
+            pass
 
 
 def test_the_command_line_bench_and_selftest_read_the_records():

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from oclgrind.cases import all_cases
-from oclgrind.checks import RUNNERS, Unsupported, preallocate_poisson
+from oclgrind.checks import run_case
 from oclgrind.driver import BEGIN, END, SUPPRESSED, reports_in, run_cases
-from oclgrind.jacobi_checks import preallocate
+from oclsci.corners import Unsupported, prepare_corner_cases
 
 
 def _templates_built(compute: Any) -> set[str]:
@@ -82,8 +82,7 @@ def runner_main(job_path: str, log_path: str | None = None) -> int:
         setup = reports_in(capture.take())
         if "oclgrind" not in compute.platform.name.lower():
             setup.append(f"device {compute.spec} ({compute.platform.name}) is not Oclgrind's")
-        preallocate(compute, cases)
-        preallocate_poisson(compute, cases)
+        prepare_corner_cases(compute, cases)
         setup += reports_in(capture.take())
         print(json.dumps({"setup_reports": setup, "device": compute.name}), flush=True)
         failures = len(setup)
@@ -94,7 +93,7 @@ def runner_main(job_path: str, log_path: str | None = None) -> int:
             error = unsupported = None
             before = _templates_built(compute)
             try:
-                RUNNERS[case["kind"]](compute, case)
+                run_case(compute, case)
                 compute.queue.finish()
             except Unsupported as exc:
                 unsupported = str(exc)

@@ -2,10 +2,10 @@
 
 Oclgrind checks what real devices do not: out-of-bounds accesses, data races (missing
 barriers), reads of uninitialised memory, barrier divergence, OpenCL API misuse. The cases
-(tests/oclgrind/: ``all_cases``) cover each Jacobi kernel of the registry over its corner
-cases and defaults, the residual reduction, Mandelbrot, elementwise operations and halo
-packing on tiny grids; they run in subprocesses that see Oclgrind through ``OCL_ICD_VENDORS``
-(see docs/testing.md).
+(tests/oclgrind/: ``all_cases``) are every workload's corner cases (``oclsci/<workload>/
+corners.py``, named by its record in ``oclsci.WORKLOADS``: each kernel over its corner
+parameters on tiny problems, against NumPy), the generic reduction and canaries; they run in
+subprocesses that see Oclgrind through ``OCL_ICD_VENDORS`` (see docs/testing.md).
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ def test_every_shipped_kernel_ran_under_oclgrind(oclgrind_run):
     missing = set(programs.template_names()) - oclgrind_run.templates
     assert not missing, (
         f"kernel templates never built under Oclgrind: {sorted(missing)}; add cases for them "
-        "in tests/oclgrind/cases.py (see docs/testing.md, 'Adding a kernel to the safety net')")
+        "to the workload's corners.py (see docs/testing.md, 'Adding a kernel to the safety "
+        "net')")
 
 
 def test_every_jacobi_kernel_has_a_parameter_space():

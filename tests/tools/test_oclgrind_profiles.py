@@ -69,7 +69,8 @@ def profile_cases() -> dict[tuple[int, int], list[dict]]:
                         if any(c["id"] == case_id for c in cases):
                             continue
                         cases.append({
-                            "id": case_id, "kind": "jacobi", "kernel": name,
+                            "id": case_id, "workload": "jacobi", "kind": "jacobi",
+                            "kernel": name,
                             "params": dict(config.params), "local_size": local,
                             "shape": grid, "steps": k + 1, "dtype": dtype,
                             "cost": og.simulated_work(name, config.params, local, grid,
