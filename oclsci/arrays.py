@@ -18,6 +18,9 @@ import numpy as np
 from oclsci.errors import ArgumentTypeError, InvalidArgumentError, NonFiniteResultError
 
 DTYPES = (np.float32, np.float64)
+# Most steps a run may ask for: far beyond any real run, small enough that step counts stay
+# exact in float64 (timings, JSON) and in a checkpoint's int64.
+MAX_STEPS = 2**53
 
 
 def validate_grid(values: Any, what: str, check_finite: bool = True) -> np.ndarray:
@@ -58,6 +61,16 @@ def check_shape(shape: Any, what: str = "shape") -> tuple[int, int]:
         if entry < 1:
             raise InvalidArgumentError(f"{what} must be at least 1 x 1, got {shape!r}")
     return int(entries[0]), int(entries[1])
+
+
+def check_steps(steps: Any, name: str = "steps") -> int:
+    """An integer step count in 0..MAX_STEPS, or a typed error naming ``name``."""
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, numbers.Integral):
+        raise ArgumentTypeError(f"{name} must be an integer, got {type(steps).__name__} "
+                                f"{steps!r}")
+    if not 0 <= steps <= MAX_STEPS:
+        raise InvalidArgumentError(f"{name} must be between 0 and 2**53, got {steps}")
+    return int(steps)
 
 
 def extremes_finite(array: np.ndarray) -> bool:

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from oclsci.arrays import check_fits
+from oclsci.arrays import MAX_STEPS, check_fits
 from oclsci.errors import InputError, Interrupted
 from oclsci.io import check_distinct_outputs, check_inputs_kept, check_output_path, read_array
 from oclsci.jacobi import kernels
-from oclsci.jacobi.runner import MAX_ITERATIONS
 from oclsci.jacobi.solver import validate_rhs
 
 OUTPUT_SUFFIXES = (".npy", ".png", ".pgm")
@@ -89,7 +88,7 @@ def load_problem(input_path: str | None, resume: str | None) -> Problem:
 
 def check_job(job: JacobiJob) -> None:
     """Refuse bad options and unusable output paths before anything is read or computed."""
-    if not 0 <= job.iterations <= MAX_ITERATIONS:
+    if not 0 <= job.iterations <= MAX_STEPS:
         raise InputError(f"--iterations must be between 0 and 2**53, got {job.iterations}")
     if job.tol is not None and not (np.isfinite(job.tol) and job.tol > 0):
         raise InputError(f"--tol must be a positive number, got {job.tol}")

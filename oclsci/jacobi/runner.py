@@ -1,7 +1,7 @@
 """Running a Jacobi solver: the loop that advances it in paced chunks between the points
 where a run must stop (halo exchanges, residual checks, checkpoints, stop requests), the
-checks of its arguments (step counts, tolerance, periods), the relative residual, and the
-result of a run.
+checks of its arguments (tolerance, periods; step counts: :func:`oclsci.arrays.check_steps`),
+the relative residual, and the result of a run.
 
 :func:`run` takes any solver with the interface of
 :class:`~oclsci.jacobi.solver.JacobiSolver` and a ``halo`` (:class:`SingleDevice`, or an MPI
@@ -18,27 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.arrays import check_dtype, check_finite
+from oclsci.arrays import check_dtype, check_finite, check_steps
 from oclsci.errors import ArgumentTypeError, Interrupted, InvalidArgumentError
 from oclsci.jacobi.kernels import KernelConfig
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.runtime.device import as_compute_context
 from oclsci.runtime.launch import Pacer
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
-
-# Most steps a run may ask for: far beyond any real run, small enough that step counts stay
-# exact in float64 (timings, JSON) and in the checkpoint's int64.
-MAX_ITERATIONS = 2**53
-
-
-def check_iterations(iterations: Any, name: str = "iterations") -> int:
-    """An integer step count in 0..MAX_ITERATIONS, or a typed error."""
-    if isinstance(iterations, bool) or not isinstance(iterations, numbers.Integral):
-        raise ArgumentTypeError(f"{name} must be an integer, got {type(iterations).__name__} "
-                                f"{iterations!r}")
-    if not 0 <= iterations <= MAX_ITERATIONS:
-        raise InvalidArgumentError(f"{name} must be between 0 and 2**53, got {iterations}")
-    return int(iterations)
 
 
 def check_run_options(tol: Any, check_every: Any, checkpoint_every: Any) -> None:
@@ -128,7 +114,7 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
     (:class:`~oclsci.runtime.launch.Pacer`) and polls ``should_stop`` that often. ``residual=False``
     skips the final residual (NaN in the result), for timings.
     """
-    iterations = check_iterations(iterations)
+    iterations = check_steps(iterations, "iterations")
     check_run_options(tol, check_every, checkpoint_every)
     halo = halo or SingleDevice()
     stopwatch = solver.compute.stopwatch()
@@ -198,7 +184,7 @@ def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.f
     :class:`~oclsci.errors.ArgumentTypeError` (a TypeError) before any work; a result that
     overflowed the dtype raises :class:`~oclsci.errors.NonFiniteResultError`.
     """
-    iterations = check_iterations(iterations)
+    iterations = check_steps(iterations, "iterations")
     check_run_options(tol, check_every, 0)
     dtype = check_dtype(dtype)
     if not isinstance(kernel, str):

@@ -83,12 +83,13 @@ class Registry:
         """The kernels with a tuning space."""
         return tuple(name for name, spec in self.specs.items() if spec.candidates is not None)
 
-    def choices_help(self, auto: str) -> str:
-        """Help for a ``--kernel`` option: ``auto`` (meaning ``auto``) and every kernel with
-        its summary."""
+    def choices_help(self, auto: str, title: str | None = None) -> str:
+        """Help for a ``--kernel`` option: ``title`` (default: the noun, capitalised), then
+        ``auto`` (meaning ``auto``) and every kernel with its summary."""
         named = [f"{name} ({spec.summary})" if spec.summary else name
                  for name, spec in self.specs.items()]
-        return f"{self.noun.capitalize()}: auto ({auto}), " + ", ".join(named) + "."
+        title = title or self.noun.capitalize()
+        return f"{title}: auto ({auto}), " + ", ".join(named) + "."
 
     def default_candidates(self, name: str, facts: Mapping, dtype: Any,
                            shape: Any = None) -> list[KernelConfig]:

@@ -1,29 +1,32 @@
 """The registry of stencil kernels (one :class:`~oclsci.stencil.specs.StencilKernelSpec` per
-template of ``kernels/stencil/``) and how a run chooses one: a configuration tuned for the
-device and the stencil's structure (``oclsci tune --stencil``: :mod:`oclsci.stencil.tuner`),
-else ``auto`` per device kind and grid, a kernel's defaults for the device, parameters a
-caller gives.
+template of ``kernels/stencil/``, and Jacobi's streaming template) and how a run chooses one: a
+configuration tuned for the device and the stencil's structure (``oclsci tune --stencil``:
+:mod:`oclsci.stencil.tuner`), else ``auto`` per device kind and grid, a kernel's defaults for
+the device, parameters a caller gives.
 
-:data:`KERNELS` lists them in the order commands show them; :func:`get` is the one place an
-unknown name is refused.
+:data:`REGISTRY` (:class:`oclsci.kernelspec.registry.Registry`) lists them in the order commands
+show them (:data:`KERNELS`), refuses unknown names and writes ``--kernel``'s help; a
+:class:`StencilConfig` is a kernel of it with its parameters. Since stencil specs' functions
+take the run's geometry, :func:`configurations` and :func:`tuned_config` stand for the
+registry's ``default_candidates`` and ``cached_config``.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from oclsci.errors import InputError, InvalidArgumentError, OclsciWarning, UnknownNameError
-from oclsci.kernelspec.registry import cache_disabled, cache_key, cache_path, load_cache
+from oclsci import kernelspec
+from oclsci.errors import InputError, InvalidArgumentError, OclsciWarning
+from oclsci.kernelspec.registry import Registry, cache_disabled, cache_key, cache_path, load_cache
 from oclsci.stencil.language import Expression
 from oclsci.stencil.specs import Geometry, StencilKernelSpec, step, stream, streaming, tiled
 
-KERNELS: dict[str, StencilKernelSpec] = {spec.name: spec for spec in (
-    step.SPEC, tiled.SPEC, stream.SPEC, streaming.SPEC)}
+REGISTRY = Registry((step.SPEC, tiled.SPEC, stream.SPEC, streaming.SPEC), noun="stencil kernel")
+KERNELS: dict[str, StencilKernelSpec] = REGISTRY.specs
 # 2-D grids from which ``auto`` takes ``streaming`` on GPUs (for the stencils it takes)
 # rather than blocking tiles (a tile per work-group leaves too few groups below it,
 # streaming too few above).
@@ -31,19 +34,15 @@ STREAMING_MIN_CELLS_2D = 1 << 20
 
 
 def get(name: str) -> StencilKernelSpec:
-    """The spec of kernel ``name``; :class:`UnknownNameError` naming the kernels if none."""
-    spec = KERNELS.get(name) if isinstance(name, str) else None
-    if spec is None:
-        raise UnknownNameError(f"unknown stencil kernel {name!r}; choose auto or one of "
-                               f"{', '.join(KERNELS)}")
-    return spec
+    """The spec of kernel ``name``; :class:`~oclsci.errors.UnknownNameError` naming the
+    kernels if none."""
+    return REGISTRY.get(name)
 
 
 def check_choice(name: str) -> str:
-    """``name`` when it is ``auto`` or a kernel's; otherwise :class:`UnknownNameError`."""
-    if name != "auto":
-        get(name)
-    return name
+    """``name`` when it is ``auto`` or a kernel's; otherwise
+    :class:`~oclsci.errors.UnknownNameError`."""
+    return REGISTRY.check_choice(name)
 
 
 def check_param_names(kernel: str, params: Mapping) -> None:
@@ -59,8 +58,7 @@ def check_param_names(kernel: str, params: Mapping) -> None:
 
 def choices_help() -> str:
     """``--kernel``'s help: ``auto`` and every kernel with its summary."""
-    named = ", ".join(f"{name} ({spec.summary})" for name, spec in KERNELS.items())
-    return f"Kernel: auto (chosen for the device and grid), {named}."
+    return REGISTRY.choices_help("chosen for the device and grid", title="Kernel")
 
 
 def auto_kernel(facts: Mapping, geo: Geometry) -> str:
@@ -80,22 +78,16 @@ def auto_kernel(facts: Mapping, geo: Geometry) -> str:
     return "tiled"
 
 
-@dataclass(frozen=True)
-class StencilConfig:
-    """A kernel and its parameters' values (every one, defaults filled in)."""
-
-    name: str
-    params: dict = field(default_factory=dict)
-
-    @property
-    def spec(self) -> StencilKernelSpec:
-        """The kernel's spec."""
-        return get(self.name)
+@REGISTRY.configures
+class StencilConfig(kernelspec.KernelConfig):
+    """A stencil kernel of :data:`KERNELS` and its parameters' values (every one, defaults
+    filled in); no work-group shape (the spec's launch makes it from the geometry)."""
 
     @property
     def steps_per_launch(self) -> int:
         """Steps one launch does."""
-        return self.spec.steps_per_launch(self.params)
+        key = self.spec.steps_param
+        return self.params[key] if key else 1
 
     def with_steps(self, steps: int) -> StencilConfig:
         """The same kernel doing ``steps`` steps a launch (remainder launches)."""
@@ -104,28 +96,19 @@ class StencilConfig:
         return StencilConfig(self.name, {**self.params, self.spec.steps_param: steps})
 
     def describe(self) -> str:
-        """``name`` or ``name(key=value, ...)``."""
+        """``name`` or ``name(key=value, ...)``, in the spec's order of parameters."""
         if not self.params:
             return self.name
         return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params.items())})"
 
-    def to_json(self) -> dict:
-        """``{"kernel": name, "params": {...}}`` for the tuning cache (:meth:`from_json`)."""
-        return {"kernel": self.name, "params": {k: int(v) for k, v in self.params.items()}}
-
     @classmethod
     def from_json(cls, data: Any) -> StencilConfig:
-        """The configuration :meth:`to_json` described, its parameters checked (InputError
-        when malformed)."""
+        """The configuration :meth:`to_json` described, its parameters checked and completed
+        (:class:`~oclsci.errors.InputError` when malformed)."""
         if not isinstance(data, dict) or not isinstance(data.get("params"), dict):
             raise InputError("a stencil kernel configuration must be an object with a "
                              "'kernel' name and 'params'")
         return cls(data.get("kernel"), get(data.get("kernel")).resolve(data["params"]))
-
-
-def spec_param_default(spec: StencilKernelSpec, key: str):
-    """The default of ``spec``'s parameter ``key`` (None: it has none)."""
-    return next((param.default for param in spec.params if param.name == key), None)
 
 
 def configurations(facts: Mapping, kernel: str, geo: Geometry,
@@ -143,7 +126,7 @@ def configurations(facts: Mapping, kernel: str, geo: Geometry,
     if params:
         # Parameters not given take their own default, else the device default's value.
         base = {key: value for key, value in (fitting[0] if fitting else {}).items()
-                if spec_param_default(spec, key) is None}
+                if spec.param(key).default is None}
         chosen = spec.resolve({**base, **params})
         why = spec.problem(chosen, geo, facts)
         if why:

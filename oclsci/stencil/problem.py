@@ -17,11 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.arrays import check_dtype, check_fits, extremes_finite
+from oclsci.arrays import check_dtype, check_fits, check_steps, extremes_finite
 from oclsci.errors import ArgumentTypeError, InvalidArgumentError
 from oclsci.stencil.language import Expression
-
-MAX_STEPS = 2**53  # far beyond any real run; exact in float64 and int64
 
 
 def round_scalar(value: Any, dtype: np.dtype, what: str) -> Any:
@@ -41,16 +39,6 @@ def round_scalar(value: Any, dtype: np.dtype, what: str) -> Any:
     if not (math.isfinite(number) and np.isfinite(rounded)):
         raise InvalidArgumentError(f"{what} is {value!r}, beyond {dtype.name}'s range")
     return rounded
-
-
-def check_steps(steps: Any) -> int:
-    """An integer step count in 0..2**53, or a typed error."""
-    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, numbers.Integral):
-        raise ArgumentTypeError(f"steps must be an integer, got {type(steps).__name__} "
-                                f"{steps!r}")
-    if not 0 <= steps <= MAX_STEPS:
-        raise InvalidArgumentError(f"steps must be between 0 and 2**53, got {steps}")
-    return int(steps)
 
 
 def check_grid(values: Any, what: str, dims: int | None) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.errors import InputError
+from oclsci.kernelspec import round_up
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.launch import Launch
@@ -71,7 +72,7 @@ def program(problem: Problem, dtype: np.dtype, config: StencilConfig) -> tuple[s
     blocked = config.spec.steps_param is not None
     params = (config.spec.codegen or (blocked_params if blocked else template_params))(
         problem.expression, problem.u0.ndim, dtype)
-    params.update(config.spec.template_params(config.params))
+    params.update(config.template_params())
     return config.spec.template, build_options(problem), params
 
 
@@ -95,7 +96,7 @@ class StencilSolver:
                                           self.dtype, kernel_params)
         self.blocked = candidates[0].spec.steps_param is not None
         padded = tuple(size + 2 * radius for size in problem.shape)
-        self.row_stride = -(-padded[-1] // ROW_ALIGN) * ROW_ALIGN
+        self.row_stride = round_up(padded[-1], ROW_ALIGN)
         self.layout = padded[:-1] + (self.row_stride,)
         uses_prev = problem.expression.uses_prev
         levels = (4 if self.blocked else 3) if uses_prev else 2
@@ -160,7 +161,7 @@ class StencilSolver:
         if self.blocked:
             args.append(self.problem.boundary)
         args += [np.int32(size) for size in self.problem.shape] + [np.int32(self.row_stride)]
-        args += [np.int32(config.params[key]) for key in config.spec.arguments]
+        args += config.spec.bind(config.params)
         return args
 
     def _build(self, config: StencilConfig) -> list[Launch]:

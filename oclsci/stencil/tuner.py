@@ -79,10 +79,8 @@ def default_shape(stencil: Any) -> tuple[int, ...]:
 
 
 def default_kernels(facts: dict) -> tuple[str, ...]:
-    """The kernels worth searching on this device kind: ``step`` and those that suit it."""
-    kind = "cpu" if facts["is_cpu"] else "gpu"
-    return tuple(name for name, spec in registry.KERNELS.items()
-                 if name == "step" or kind in spec.suits)
+    """The kernels worth searching on this device kind (``step`` among them: it suits both)."""
+    return registry.REGISTRY.suited("cpu" if facts["is_cpu"] else "gpu")
 
 
 def candidates(facts: dict, geo: Geometry,

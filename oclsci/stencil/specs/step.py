@@ -5,20 +5,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from oclsci.stencil.specs import BOTH, Geometry, Param, StencilKernelSpec
+from oclsci.kernelspec import BOTH, Launch, Param, round_up
+from oclsci.stencil.specs import Geometry, StencilKernelSpec
 
 # Work-group shapes on GPUs (contiguous axis first); CPUs let the runtime choose.
 GPU_LOCAL = {2: (64, 4), 3: (32, 4, 2)}
 
 
-def launch(p: Mapping, geo: Geometry):
+def launch(p: Mapping, geo: Geometry) -> Launch:
     """Every cell, the contiguous axis first; whole work-groups of :data:`GPU_LOCAL` when
     ``p["gpu_groups"]`` (GPUs), else the runtime's choice."""
     sizes = tuple(reversed(geo.shape))
     if not p.get("gpu_groups"):
         return sizes, None
     local = GPU_LOCAL[geo.dims]
-    return tuple(-(-s // g) * g for s, g in zip(sizes, local, strict=True)), local
+    return tuple(round_up(s, g) for s, g in zip(sizes, local, strict=True)), local
 
 
 def defaults(facts: Mapping, geo: Geometry) -> list[dict]:
@@ -35,7 +36,8 @@ def cost(p: Mapping, geo: Geometry, facts: Mapping) -> float:
 
 
 SPEC = StencilKernelSpec(
-    name="step", summary="one step per launch from global memory, any device",
-    params=(Param("gpu_groups", default=0, low=0, high=1),), runtime=("gpu_groups",),
+    name="step", template="stencil/step",
+    summary="one step per launch from global memory, any device",
+    params=(Param("gpu_groups", default=0, low=0, high=1, template=False),),
     launch=launch, defaults=defaults, cost=cost, suits=BOTH,
 )

@@ -14,7 +14,8 @@ import itertools
 import math
 from collections.abc import Mapping
 
-from oclsci.stencil.specs import GPU, Geometry, Param, StencilKernelSpec, blocked_steps
+from oclsci.kernelspec import GPU, Argument, Launch, Param
+from oclsci.stencil.specs import Geometry, StencilKernelSpec, blocked_steps, span, tile
 
 PARAMS = (
     Param("local_w", high=1024), Param("local_h", default=1, high=1024),
@@ -26,18 +27,6 @@ KEYS = ("local_w", "local_h", "cells_x", "cells_y")
 LOCAL_BUDGET = 32 * 1024  # bytes of local memory a default takes at most on a GPU
 
 
-def span(p: Mapping, geo: Geometry) -> tuple[int, ...]:
-    """Cells of the span in the plane (3-D: rows, columns; 2-D: columns)."""
-    columns = p["local_w"] * p["cells_x"]
-    return (p["local_h"] * p["cells_y"], columns) if geo.dims == 3 else (columns,)
-
-
-def tile(p: Mapping, geo: Geometry) -> tuple[int, ...]:
-    """The span less the halo (radius x max_steps on each side)."""
-    halo = 2 * geo.radius * p["max_steps"]
-    return tuple(size - halo for size in span(p, geo))
-
-
 def slots(p: Mapping, geo: Geometry) -> int:
     """Planes each level keeps: 2 radius + 2, one more when u.prev reads level t - 2."""
     return 2 * geo.radius + 2 + (1 if geo.uses_prev and p["max_steps"] > 1 else 0)
@@ -47,23 +36,23 @@ def check(p: Mapping, geo: Geometry) -> str | None:
     """A tile inside the halo; in 2-D a plane of one row."""
     if geo.dims == 2 and (p["local_h"], p["cells_y"]) != (1, 1):
         return "local_h and cells_y are for 3-D grids"
-    if min(tile(p, geo)) < 1:
-        return (f"span {'x'.join(map(str, span(p, geo)))} leaves no tile inside a halo of "
-                f"{geo.radius} x {p['max_steps']} steps")
+    if min(tile(p, geo, plane=True)) < 1:
+        return (f"span {'x'.join(map(str, span(p, geo, plane=True)))} leaves no tile inside a "
+                f"halo of {geo.radius} x {p['max_steps']} steps")
     return None
 
 
 def local_mem(p: Mapping, geo: Geometry) -> int:
     """``slots`` planes of the span for each level below the top."""
-    return p["max_steps"] * slots(p, geo) * math.prod(span(p, geo)) * geo.itemsize
+    return p["max_steps"] * slots(p, geo) * math.prod(span(p, geo, plane=True)) * geo.itemsize
 
 
-def launch(p: Mapping, geo: Geometry):
+def launch(p: Mapping, geo: Geometry) -> Launch:
     """One work-group per tile and segment."""
     local = (p["local_w"], p["local_h"]) if geo.dims == 3 else (p["local_w"],)
     plane = geo.shape[1:][::-1]
-    groups = [math.ceil(s / t) * g for s, t, g in zip(plane, tile(p, geo)[::-1], local,
-                                                         strict=True)]
+    groups = [math.ceil(s / t) * g
+              for s, t, g in zip(plane, tile(p, geo, plane=True)[::-1], local, strict=True)]
     return (tuple(groups) + (math.ceil(geo.shape[0] / p["seg"]),), local + (1,))
 
 
@@ -83,7 +72,7 @@ MOST_STEPS = {(2, "gpu"): 8, (2, "cpu"): 4, (3, "gpu"): 4, (3, "cpu"): 1}
 def fit_steps(p: dict, geo: Geometry, budget: int, most: int) -> dict:
     """``p`` with the most steps (up to ``most``) whose halo takes at most a quarter of the
     span's narrowest side and whose planes fit ``budget`` bytes."""
-    p["max_steps"] = blocked_steps(min(span(p, geo)), geo.radius, most)
+    p["max_steps"] = blocked_steps(min(span(p, geo, plane=True)), geo.radius, most)
     while p["max_steps"] > 1 and local_mem(p, geo) > budget:
         p["max_steps"] -= 1
     return p
@@ -115,7 +104,8 @@ def candidates(facts: Mapping, geo: Geometry) -> list[dict]:
         p = dict(zip(KEYS, shape, strict=True), max_steps=k, seg=min(seg, geo.shape[0]))
         if not 32 <= p["local_w"] * p["local_h"] <= facts["max_wg"] or check(p, geo):
             continue
-        if math.prod(tile(p, geo)) < math.prod(span(p, geo)) / 2 or seg > 2 * geo.shape[0]:
+        cells = math.prod(span(p, geo, plane=True))
+        if math.prod(tile(p, geo, plane=True)) < cells / 2 or seg > 2 * geo.shape[0]:
             continue
         if local_mem(p, geo) <= facts["local_mem"] and p not in found:
             found.append(p)
@@ -126,10 +116,10 @@ def cost(p: Mapping, geo: Geometry, facts: Mapping) -> float:
     """Per step: the span's cells over the segment and its (2 radius + 1) x max_steps extra
     planes computed (a GPU: about 1e11 cell updates/s, a CPU core 1e9), each plane read and
     the tile written once per launch (3 TB/s, 10 GB/s a core)."""
-    plane = math.prod(math.ceil(s / t) for s, t in zip(geo.shape[1:], tile(p, geo),
-                                                         strict=True))
+    plane = math.prod(math.ceil(s / t)
+                      for s, t in zip(geo.shape[1:], tile(p, geo, plane=True), strict=True))
     extra = (2 * geo.radius + 1) * p["max_steps"] / min(p["seg"], geo.shape[0])
-    cells = plane * math.prod(span(p, geo)) * geo.shape[0] * (1 + extra)
+    cells = plane * math.prod(span(p, geo, plane=True)) * geo.shape[0] * (1 + extra)
     compute = 1e9 * facts["cus"] if facts["is_cpu"] else 1e11
     bandwidth = 1e10 * facts["cus"] if facts["is_cpu"] else 3e12
     traffic = (cells + geo.cells) * geo.itemsize / bandwidth / p["max_steps"]
@@ -137,8 +127,9 @@ def cost(p: Mapping, geo: Geometry, facts: Mapping) -> float:
 
 
 SPEC = StencilKernelSpec(
-    name="stream", summary="2.5-D temporal blocking streamed along the slowest axis",
+    name="stream", template="stencil/stream",
+    summary="2.5-D temporal blocking streamed along the slowest axis",
     params=PARAMS, launch=launch, defaults=defaults, steps_param="max_steps",
-    local_mem=local_mem, check=check, candidates=candidates, cost=cost, runtime=("seg",),
-    arguments=("seg",), suits=GPU,
+    local_mem=local_mem, check=check, candidates=candidates, cost=cost,
+    arguments=(Argument("seg"),), suits=GPU,
 )

@@ -20,9 +20,10 @@ from dataclasses import replace
 import numpy as np
 
 from oclsci.jacobi.specs import streaming as jacobi
+from oclsci.kernelspec import GPU, Argument, Launch
 from oclsci.stencil.codegen import streaming_params
 from oclsci.stencil.language import UPDATED
-from oclsci.stencil.specs import GPU, Geometry, StencilKernelSpec
+from oclsci.stencil.specs import Geometry, StencilKernelSpec
 
 # Jacobi's parameters, with rhs_in_regs an integer 0 or 1.
 PARAMS = tuple(replace(param, kind=int, default=0, low=0, high=1, test_values=(0, 1))
@@ -102,7 +103,7 @@ def local_mem(p: Mapping, geo: Geometry) -> int:
     return jacobi.local_mem(p, geo.itemsize)
 
 
-def launch(p: Mapping, geo: Geometry):
+def launch(p: Mapping, geo: Geometry) -> Launch:
     """Jacobi's: a work-group of ``local_w`` per strip tile and segment."""
     return jacobi.launch(p, None, *geo.shape)
 
@@ -119,10 +120,10 @@ def derived(p: Mapping) -> dict:
 
 
 SPEC = StencilKernelSpec(
-    name="streaming",
+    name="streaming", template="jacobi/streaming",
     summary="Jacobi's register streaming, 2-D five-point stencils with fields at the cell",
     params=PARAMS, launch=launch, defaults=defaults, steps_param="max_steps",
     local_mem=local_mem, check=check, candidates=candidates, cost=cost,
-    arguments=("max_steps",), suits=GPU, handles=handles, derived=derived,
-    codegen=streaming_params, template_file="jacobi/streaming",
+    arguments=(Argument("max_steps"),), suits=GPU, handles=handles, derived=derived,
+    codegen=streaming_params,
 )

@@ -12,7 +12,8 @@ import itertools
 import math
 from collections.abc import Mapping
 
-from oclsci.stencil.specs import GPU, Geometry, Param, StencilKernelSpec, blocked_steps
+from oclsci.kernelspec import GPU, Launch, Param
+from oclsci.stencil.specs import Geometry, StencilKernelSpec, blocked_steps, span, tile
 
 PARAMS = (
     Param("local_w", high=1024), Param("local_h", high=1024),
@@ -22,18 +23,6 @@ PARAMS = (
     Param("max_steps", high=64),
 )
 KEYS = ("local_w", "local_h", "local_d", "cells_x", "cells_y", "cells_z")
-
-
-def span(p: Mapping, geo: Geometry) -> tuple[int, ...]:
-    """Cells of the span along each axis, slowest first."""
-    plane = (p["local_h"] * p["cells_y"], p["local_w"] * p["cells_x"])
-    return ((p["local_d"] * p["cells_z"],) + plane) if geo.dims == 3 else plane
-
-
-def tile(p: Mapping, geo: Geometry) -> tuple[int, ...]:
-    """The span less the halo (radius x max_steps on each side), slowest axis first."""
-    halo = 2 * geo.radius * p["max_steps"]
-    return tuple(size - halo for size in span(p, geo))
 
 
 def check(p: Mapping, geo: Geometry) -> str | None:
@@ -51,7 +40,7 @@ def local_mem(p: Mapping, geo: Geometry) -> int:
     return (3 if geo.uses_prev else 2) * math.prod(span(p, geo)) * geo.itemsize
 
 
-def launch(p: Mapping, geo: Geometry):
+def launch(p: Mapping, geo: Geometry) -> Launch:
     """One work-group per tile."""
     local = (p["local_w"], p["local_h"]) + ((p["local_d"],) if geo.dims == 3 else ())
     tiles = tile(p, geo)[::-1]
@@ -120,7 +109,8 @@ def cost(p: Mapping, geo: Geometry, facts: Mapping) -> float:
 
 
 SPEC = StencilKernelSpec(
-    name="tiled", summary="temporal blocking of a tile in local memory, several steps a launch",
+    name="tiled", template="stencil/tiled",
+    summary="temporal blocking of a tile in local memory, several steps a launch",
     params=PARAMS, launch=launch, defaults=defaults, steps_param="max_steps",
     local_mem=local_mem, check=check, candidates=candidates, cost=cost, suits=GPU,
 )
