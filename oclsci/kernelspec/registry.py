@@ -106,14 +106,7 @@ class Registry:
                       kernel: str | None = None) -> KernelConfig | None:
         """The configuration tuned for this device, dtype and size class (of ``kernel``), if
         the cache holds one that fits the device."""
-        if cache_disabled():
-            return None
-        entry = load_cache().get(cache_key(compute, dtype, shape))
-        if not isinstance(entry, dict):
-            return None
-        kernels = entry.get("kernels")
-        data = entry.get("best") if kernel is None else (
-            kernels.get(kernel) if isinstance(kernels, dict) else None)
+        data = cached_entry(cache_key(compute, dtype, shape), kernel)
         if data is None:
             return None
         try:
@@ -156,6 +149,20 @@ def cache_path() -> Path:
 def size_class(shape: tuple[int, ...]) -> int:
     """The size class of a problem: log2 of its cell count, rounded."""
     return int(round(math.log2(max(1, math.prod(int(v) for v in shape)))))
+
+
+def cached_entry(key: str, kernel: str | None = None) -> Any:
+    """The tuning cache's configuration (as stored) under ``key``: the best of all, or of
+    ``kernel``; None when the cache is off or holds none."""
+    if cache_disabled():
+        return None
+    entry = load_cache().get(key)
+    if not isinstance(entry, dict):
+        return None
+    if kernel is None:
+        return entry.get("best")
+    kernels = entry.get("kernels")
+    return kernels.get(kernel) if isinstance(kernels, dict) else None
 
 
 def cache_key(compute: Any, dtype: Any, shape: tuple[int, ...]) -> str:

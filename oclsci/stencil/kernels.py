@@ -21,7 +21,7 @@ import numpy as np
 
 from oclsci import kernelspec
 from oclsci.errors import InputError, InvalidArgumentError, OclsciWarning
-from oclsci.kernelspec.registry import Registry, cache_disabled, cache_key, cache_path, load_cache
+from oclsci.kernelspec.registry import Registry, cache_key, cache_path, cached_entry
 from oclsci.stencil.language import Expression
 from oclsci.stencil.specs import Geometry, StencilKernelSpec, step, stream, streaming, tiled
 
@@ -166,14 +166,7 @@ def tuned_config(compute: Any, expression: Expression, geo: Geometry, dtype: Any
     """The configuration ``oclsci tune --stencil`` cached for this device, dtype, size class
     and stencil structure (the best of all, or of ``kernel``), if one fits this grid;
     None otherwise (a malformed or unfitting entry: a warning)."""
-    if cache_disabled():
-        return None
-    entry = load_cache().get(tuning_key(compute, expression, geo, dtype))
-    if not isinstance(entry, dict):
-        return None
-    kernels = entry.get("kernels")
-    data = entry.get("best") if kernel is None else (
-        kernels.get(kernel) if isinstance(kernels, dict) else None)
+    data = cached_entry(tuning_key(compute, expression, geo, dtype), kernel)
     if data is None:
         return None
     try:
