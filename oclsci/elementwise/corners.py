@@ -41,8 +41,7 @@ def corner_cases() -> list[dict]:
 
 
 def _run_operation(compute: Any, case: dict) -> None:
-    import pyopencl.array as cla
-
+    from oclsci.elementwise.measure import operation_call
     from oclsci.elementwise.ops import OPS
 
     op = OPS[case["op"]]
@@ -58,18 +57,7 @@ def _run_operation(compute: Any, case: dict) -> None:
     scalar = dtype.type(3 if dtype.kind in "iu" else 2.5)
     kernel = op.kernel if case["per_item"] == 1 else op.kernel.variant(
         per_item=int(case["per_item"]))
-    arrays = {k: cla.to_device(compute.queue, v) for k, v in host.items()}
-    args: list = [arrays[k] for k in op.arrays]
-    if op.scalar_position is not None:
-        args.insert(op.scalar_position, scalar)
-    if op.written not in arrays:
-        arrays[op.written] = cla.empty(compute.queue, size, dtype)
-        args.append(arrays[op.written])
-    reference_args = [host[k] for k in op.arrays]
-    if op.scalar_position is not None:
-        reference_args.insert(op.scalar_position, scalar)
-    with np.errstate(over="ignore"):
-        expected = op.reference(*reference_args)
+    args, arrays, expected = operation_call(compute.queue, op, host, scalar)
     kernel(*args, device=compute)
     got = arrays[op.written].get()
     if not np.array_equal(got, expected):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyopencl as cl
@@ -57,6 +58,28 @@ def random_array(rng: np.random.Generator, size: int, dtype: np.dtype) -> np.nda
     return rng.standard_normal(size, dtype=np.float64).astype(dtype)
 
 
+def operation_call(queue: cl.CommandQueue, op: Any, host: dict, scalar: Any
+                   ) -> tuple[list, dict, np.ndarray]:
+    """Operation ``op`` set up on ``host`` arrays (name -> array, all of one size and dtype)
+    and ``scalar``: its kernel's arguments (the arrays on the device, the scalar in its place,
+    an output array where the written one is not an input), the device arrays by name, and
+    NumPy's result (the reference)."""
+    device_arrays = {k: cla.to_device(queue, v) for k, v in host.items()}
+    args: list = [device_arrays[k] for k in op.arrays]
+    if op.scalar_position is not None:
+        args.insert(op.scalar_position, scalar)
+    if op.written not in device_arrays:  # an output that is not an input: pass it
+        first = host[op.arrays[0]]
+        device_arrays[op.written] = cla.empty(queue, first.size, first.dtype)
+        args.append(device_arrays[op.written])
+    reference_args = [host[k] for k in op.arrays]
+    if op.scalar_position is not None:
+        reference_args.insert(op.scalar_position, scalar)
+    with np.errstate(over="ignore"):
+        expected = op.reference(*reference_args)
+    return args, device_arrays, expected
+
+
 def _check_request(name: str, size: int, repeat: int) -> None:
     if name not in OPS:
         raise UnknownNameError(f"unknown operation {name!r}; choose one of {', '.join(OPS)}")
@@ -91,18 +114,7 @@ def run_operation(name: str, size: int = 2**24, dtype: str = "float32", *,
     host = {array_name: random_array(rng, size, dtype_) for array_name in op.arrays}
     scalar = dtype_.type(3 if dtype_.kind in "iu" else 2.5)
     queue = compute.queue
-    device_arrays = {k: cla.to_device(queue, v) for k, v in host.items()}
-    args: list = [device_arrays[k] for k in op.arrays]
-    if op.scalar_position is not None:
-        args.insert(op.scalar_position, scalar)
-    if op.written not in device_arrays:  # an output that is not an input: pass it
-        device_arrays[op.written] = cla.empty(queue, size, dtype_)
-        args.append(device_arrays[op.written])
-    reference_args = [host[k] for k in op.arrays]
-    if op.scalar_position is not None:
-        reference_args.insert(op.scalar_position, scalar)
-    with np.errstate(over="ignore"):
-        expected = op.reference(*reference_args)
+    args, device_arrays, expected = operation_call(queue, op, host, scalar)
 
     # Warm-up (builds the program), then check.
     kernel(*args, device=compute)
