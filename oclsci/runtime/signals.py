@@ -217,6 +217,7 @@ class StopFlag:
         self.report_late = True  # warn at the end of the block when it did (False: MPI ranks > 0)
         self._done = False
         self._signals: tuple[int, ...] = ()
+        self._ignored: tuple[int, ...] = ()  # stop signals ignored at entry: blocked, discarded
         self._previous: dict[int, Any] = {}
         self._mask: set[int] | None = None
         self._active = False
@@ -247,6 +248,7 @@ class StopFlag:
             reclaim_handlers()
             if self._mask is not None:
                 pending = signal.sigpending()
+                self._discard_ignored(pending)
                 for signum in self._signals:  # several at once: the first in STOP_SIGNALS
                     if signum in pending and signal.sigtimedwait((signum,), 0) is not None:
                         self._take(signum)
@@ -256,6 +258,14 @@ class StopFlag:
                 if announced:
                     self._take(announced, origin=" on another rank")
         return self.signum or 0
+
+    def _discard_ignored(self, pending: set[int]) -> None:
+        # An ignored signal is blocked too, so that a compiler's handler (LLVM puts one on
+        # SIGINT and SIGHUP while it compiles, ignored or not) never runs: it would delete the
+        # compiler's temporary files and the build would fail. Taken here, it is dropped.
+        for signum in self._ignored:
+            if signum in pending:
+                signal.sigtimedwait((signum,), 0)
 
     def work_done(self) -> None:
         """The computation is complete: from now on a stop signal is only held (and reported
@@ -292,11 +302,12 @@ class StopFlag:
         # ignored: the CLI has put its handlers on SIGTERM and SIGUSR1 in any case.
         self._signals = tuple(signum for signum in honoured_signals()
                               if signal.getsignal(signum) != signal.SIG_IGN)
+        self._ignored = tuple(signum for signum in STOP_SIGNALS if signum not in self._signals)
         _ACTIVE.append(self)
         self._active = True
         self._install_handlers()
         if _CAN_BLOCK:
-            self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, self._signals)
+            self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -305,7 +316,11 @@ class StopFlag:
         self._active = False
         _ACTIVE.remove(self)
         if self._mask is not None:
-            # Nothing stop-related is pending now (taken above, or discarded as ignored).
+            # Nothing stop-related is pending now (taken above, or discarded as ignored), and
+            # the ignored ones are ignored again whatever a compiler put on them.
+            self._discard_ignored(signal.sigpending())
+            for signum in self._ignored:
+                signal.signal(signum, signal.SIG_IGN)
             signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
             self._mask = None
         if self._done and _ENDS_AFTER_WORK and not _ACTIVE:

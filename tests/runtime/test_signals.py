@@ -132,6 +132,35 @@ def test_a_stop_agreed_with_other_ranks_ignores_later_signals():
     assert result.returncode == 75, result.stderr
 
 
+@pytest.mark.parametrize("ignored", [signal.SIGHUP, signal.SIGINT])
+def test_an_ignored_signal_never_reaches_a_compilers_handler(ignored):
+    """LLVM puts its own handler on SIGINT and SIGHUP while PoCL compiles, even where they are
+    ignored (`nohup`, a script's `cmd &`); run, it deletes the compiler's temporary files and the
+    build fails. Inside a StopFlag such a signal stays blocked, is dropped at the next poll, and
+    is ignored again once the block ends. Deterministic: the "compiler" is a Python handler."""
+    code = textwrap.dedent(f"""
+        import os, signal, sys
+        from oclsci.runtime.signals import StopFlag, install_exit_handlers
+        signal.signal({int(ignored)}, signal.SIG_IGN)  # inherited so
+        install_exit_handlers()
+        ran = []
+        with StopFlag() as flag:
+            signal.signal({int(ignored)}, lambda *_: ran.append(1))  # the compiler's handler
+            os.kill(os.getpid(), {int(ignored)})
+            assert {int(ignored)} in signal.sigpending()  # held, not run
+            assert flag() == 0 and {int(ignored)} not in signal.sigpending()  # dropped
+            os.kill(os.getpid(), {int(ignored)})  # pending when the block ends
+        assert not ran and flag.signum is None
+        assert signal.getsignal({int(ignored)}) == signal.SIG_IGN
+        os.kill(os.getpid(), {int(ignored)})
+        assert not ran
+        sys.exit(3)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL, timeout=120)
+    assert result.returncode == 3, result.stderr
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_while_reading_the_input_is_a_signal(tmp_path, signum):
     """A FIFO that nobody writes: the reader waits; the signal is reported as a signal
