@@ -59,6 +59,7 @@ def oclgrind_kernel_cases(cases: list[dict]) -> list[dict]:
     fitting = [case for case in cases
                if fits_oclgrind(case["kernel"], case["params"], case["local_size"],
                                 case["dtype"])]
+    fitting = _distinct(fitting)
     kept = []
     for _, group in groupby(fitting, key=lambda case: (
             case["kernel"], config_label(case["params"], case["local_size"]))):
@@ -67,5 +68,23 @@ def oclgrind_kernel_cases(cases: list[dict]) -> list[dict]:
             if case["priority"] >= 2 and spent + case["cost"] > WORK_PER_CONFIG:
                 continue
             spent += case["cost"]
+            kept.append(case)
+    return kept
+
+
+def _distinct(cases: list[dict]) -> list[dict]:
+    """The cases less those that run as an earlier one does: a segment height of at least
+    the grid's rows is one segment of the whole grid, whatever the height (``streaming``'s
+    defaults differ by it alone, 171 or 256 rows, on grids of 17 rows at most)."""
+    tallest = max((case["shape"][0] for case in cases), default=0)
+    seen, kept = set(), []
+    for case in cases:
+        params = dict(case["params"])
+        if "seg_h" in params:
+            params["seg_h"] = min(params["seg_h"], tallest)
+        key = (case["kernel"], config_label(params, case["local_size"]), tuple(case["shape"]),
+               case["steps"], case["dtype"])
+        if key not in seen:
+            seen.add(key)
             kept.append(case)
     return kept

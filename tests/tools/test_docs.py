@@ -33,6 +33,7 @@ SKIP_REASONS = {
     "other-machine": "a command from another machine or the talk, shown for comparison",
     "nested": "runs this test suite itself",
     "records": "rewrites the measurement files under docs/bench/ that the doc quotes",
+    "long": "a measurement of minutes; the doc gives its quick form too, which runs here",
 }
 DOCS = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(sh|bash|python)\n(.*?)^```", re.M | re.S)
