@@ -56,7 +56,7 @@ def check_kernels(names: tuple[str, ...], known: tuple[str, ...], what: str) -> 
 @device_option
 @click.option("--stencil", "expression", default=None, metavar="EXPR",
               help="Tune this stencil (as `oclsci stencil` takes it) instead of Jacobi; its "
-                   "kernels step, tiled, stream (docs/stencil.md).")
+                   "stencil kernels (docs/stencil.md).")
 @click.option("--param", "param_pairs", multiple=True, metavar="NAME=VALUE",
               help="With --stencil: a scalar parameter, as for `oclsci stencil` (the other "
                    "names are read-only fields, filled with values of the search's own).")

@@ -1,8 +1,8 @@
-"""The user stencils' corner cases (see :mod:`oclsci.corners`): the step, tiled, stream and
-streaming kernels, 2-D and 3-D, radius 1, 2 and 4, star and box, a right-hand side and a coefficient
-field read at offsets, the previous level (``u.prev``), division, both precisions, one-row
-and 3 x 3 x 3 grids; the blocked kernels with several (partial) tiles and segments and a
-remainder launch. Each equal to :meth:`~oclsci.stencil.Stencil.reference` bit for bit."""
+"""The user stencils' corner cases (see :mod:`oclsci.corners`): the step, tiled, stream, column
+and streaming kernels, 2-D and 3-D, radius 1, 2 and 4, star and box, a right-hand side and a
+coefficient field read at offsets, the previous level (``u.prev``), division, both precisions,
+one-row and 3 x 3 x 3 grids; the blocked kernels with several (partial) tiles and segments and
+a remainder launch. Each equal to :meth:`~oclsci.stencil.Stencil.reference` bit for bit."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ STENCILS = {
     "wave-box27": (f"2 * u - u.prev + 0.01 * ({_BOX27})", {}, (), 0.0),
     "r4-3d": ("u + 0.1 * (u[4, 0, 0] + u[0, -4, 0] + u[0, 0, 3])", {}, (), 1.0),
     "heat": ("u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)", {"k": 0.2}, (), 0.5),
+    "wave7-coeff": ("2 * u - u.prev + c[0, 1, -1] * (u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0]"
+                    " + u[0, 1, 0] + u[0, 0, -1] + u[0, 0, 1] - 6 * u)", {}, ("c",), 0.25),
+    "heat7": ("u + k * (u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0] + u[0, 1, 0] + u[0, 0, -1]"
+              " + u[0, 0, 1] - 6 * u)", {"k": 0.1}, (), 0.5),
 }
 # The step kernel: stencil name, grid.
 STEP_GRIDS = (("jacobi", (5, 7)), ("r2-coeff", (1, 9)), ("wave-box27", (3, 3, 3)),
@@ -44,6 +48,12 @@ BLOCKED = (
      {"cols": 2, "local_w": 8, "max_steps": 3, "seg_h": 4, "rhs_in_regs": 1}),
     ("heat", (7, 11), "streaming", {"cols": 4, "local_w": 4, "max_steps": 2, "seg_h": 3,
                                     "skew": 2, "rows": 2, "prefetch": 2}),
+    ("wave7-coeff", (7, 6, 9), "column",
+     {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2, "seg": 3}),
+    ("r4-3d", (4, 5, 9), "column",
+     {"local_w": 16, "local_h": 2, "cells_y": 5, "max_steps": 1, "seg": 3}),
+    ("heat7", (5, 4, 11), "column",
+     {"local_w": 4, "local_h": 4, "cells_x": 4, "cells_y": 3, "max_steps": 3, "seg": 2}),
 )
 
 

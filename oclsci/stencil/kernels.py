@@ -23,9 +23,10 @@ from oclsci import kernelspec
 from oclsci.errors import InputError, InvalidArgumentError, OclsciWarning
 from oclsci.kernelspec.registry import Registry, cache_key, cache_path, cached_entry
 from oclsci.stencil.language import Expression
-from oclsci.stencil.specs import Geometry, StencilKernelSpec, step, stream, streaming, tiled
+from oclsci.stencil.specs import Geometry, StencilKernelSpec, column, step, stream, streaming, tiled
 
-REGISTRY = Registry((step.SPEC, tiled.SPEC, stream.SPEC, streaming.SPEC), noun="stencil kernel")
+REGISTRY = Registry((step.SPEC, tiled.SPEC, stream.SPEC, column.SPEC, streaming.SPEC),
+                    noun="stencil kernel")
 KERNELS: dict[str, StencilKernelSpec] = REGISTRY.specs
 # 2-D grids from which ``auto`` takes ``streaming`` on GPUs (for the stencils it takes)
 # rather than blocking tiles (a tile per work-group leaves too few groups below it,
@@ -65,14 +66,15 @@ def auto_kernel(facts: Mapping, geo: Geometry) -> str:
     """The kernel ``auto`` means: on GPUs, in 2-D Jacobi's register streaming for the
     five-point stencils it takes on large grids (the kernel ``oclsci jacobi`` runs there),
     else tiles in local memory (on an H200 at 16384^2 float32, ``tiled`` ran 420 G cell
-    updates/s, ``stream`` 151), in 3-D streaming in local memory (``stream`` 371, ``tiled``
-    249 at 512^3); on CPUs the one-step kernel (on PoCL it was 1.4x faster than ``tiled``
+    updates/s, ``stream`` 151), in 3-D streaming: each cell's column in registers for star
+    stencils (``column``), else planes in local memory (``stream`` 371, ``tiled`` 249 at
+    512^3); on CPUs the one-step kernel (on PoCL it was 1.4x faster than ``tiled``
     and 1.8x than ``stream`` in 2-D, 2.7x and 4.5x in 3-D: benchmarks/stencil_cpu.py; PoCL
     pays for every barrier)."""
     if facts["is_cpu"]:
         return "step"
     if geo.dims == 3:
-        return "stream"
+        return "column" if column.SPEC.handles(geo) is None else "stream"
     if geo.cells >= STREAMING_MIN_CELLS_2D and streaming.SPEC.handles(geo) is None:
         return "streaming"
     return "tiled"

@@ -4,12 +4,11 @@ Every buffer holds the grid inside a ring of ``radius`` cells (the boundary valu
 field's buffers, zero in the read-only fields'), rows padded to a multiple of 16 elements.
 Kernels write the interior only, so the ring keeps its value for the whole run.
 
-The one-step kernel (``step``) ping-pongs the field between two buffers, or rotates it
-through three when the update reads ``u.prev`` (previous, current, next). The blocked
-kernels (``tiled``, ``stream``: several steps a launch) ping-pong between two buffers, or two
-pairs (previous, current) with ``u.prev``: each launch writes the last level and the one
-before it. Steps that do not fill a launch go in one launch of a kernel built for them.
-"""
+The one-step kernel (``step``) ping-pongs the field between two buffers, or rotates it through
+three when the update reads ``u.prev`` (previous, current, next). The blocked kernels
+(``tiled``, ``stream``, ``column``: several steps a launch) ping-pong between two buffers, or
+two pairs (previous, current) with ``u.prev``: each launch writes the last level and the one
+before it. Steps that do not fill a launch go in one launch of a kernel built for them."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""The temporally blocked stencil kernels (``tiled``, ``stream``) equal the NumPy reference bit
-for bit on each test device: every stencil of the issue's list, float32 and float64, odd sizes,
-tiles that do not divide the grid, step counts that leave a remainder launch; and the choice
-of kernels (auto, defaults, given parameters, refusals)."""
+"""The temporally blocked stencil kernels (``tiled``, ``stream``, ``column``) equal the NumPy
+reference bit for bit on each test device: every stencil of the issue's list, float32 and
+float64, odd sizes, tiles that do not divide the grid, step counts that leave a remainder
+launch; and the choice of kernels (auto, defaults, given parameters, refusals)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from test_stencil_kernels import CASES, DTYPES, _inputs, _skip_without_fp64
 from oclsci.errors import InvalidArgumentError, UnknownNameError
 from oclsci.stencil import Stencil
 from oclsci.stencil.kernels import KERNELS, auto_kernel, configurations
+from oclsci.stencil.solver import stencil_geometry
 from oclsci.stencil.specs import Geometry
 
 STEPS = 7  # leaves a remainder after launches of 2 or 3 steps
@@ -36,6 +37,9 @@ def small_config(kernel: str, dims: int, radius: int) -> dict:
             return {"local_w": 8, "local_h": 4, "cells_x": 2, "cells_y": 4, "max_steps": steps}
         return {"local_w": 8, "local_h": 4, "local_d": 2, "cells_y": 2, "cells_z": 4,
                 "max_steps": 2}
+    if kernel == "column":
+        return {"local_w": 4, "local_h": 4, "cells_x": 3, "cells_y": 2, "max_steps": 2,
+                "seg": 3}
     if dims == 2:
         return {"local_w": 16, "max_steps": steps, "seg": 5}
     return {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2, "seg": 3}
@@ -43,11 +47,13 @@ def small_config(kernel: str, dims: int, radius: int) -> dict:
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("kernel", ["tiled", "stream"])
+@pytest.mark.parametrize("kernel", ["tiled", "stream", "column"])
 def test_blocked_kernels_equal_numpy(compute, kernel, case, dtype):
     _skip_without_fp64(compute, dtype)
     stencil, names, shapes = CASES[case]
     expression = stencil.expression
+    if KERNELS[kernel].handles(stencil_geometry(expression, shapes[0], dtype)):
+        pytest.skip(f"{kernel} does not take {case}")
     for shape in shapes:
         u0, fields = _inputs(shape, names, dtype)
         params = small_config(kernel, len(shape), expression.radius)
@@ -66,11 +72,13 @@ def test_one_step_launches_and_short_runs(compute, kernel, steps):
            kernel_params={**small_config(kernel, 2, 1), "max_steps": 6})
 
 
-@pytest.mark.parametrize("kernel", ["auto", "step", "tiled", "stream"])
+@pytest.mark.parametrize("kernel", ["auto", "step", "tiled", "stream", "column"])
 def test_defaults_for_the_device(compute, kernel):
     """Each kernel with its defaults for the device, a 2-D and a 3-D grid."""
     for case, shape in (("jacobi-5-point-rhs", (45, 70)), ("heat-3d-7-point", (9, 12, 20))):
         stencil, names, _ = CASES[case]
+        if kernel == "column" and len(shape) == 2:
+            continue
         u0, fields = _inputs(shape, names, np.float32)
         _check(compute, stencil, u0, fields, 9, kernel=kernel)
 
@@ -94,7 +102,9 @@ def test_auto_per_device_kind_and_grid():
     assert auto_kernel(CPU, Geometry((2048, 2048), 1)) == "step"
     assert auto_kernel(GPU, Geometry((100, 100), 1)) == "tiled"
     assert auto_kernel(GPU, Geometry((16384, 16384), 1)) == "tiled"  # reads not known
-    assert auto_kernel(GPU, Geometry((64, 64, 64), 1)) == "stream"
+    assert auto_kernel(GPU, Geometry((64, 64, 64), 1)) == "stream"  # reads not known
+    star = frozenset({("u", (0, 0, 0)), ("u", (1, 0, 0)), ("u", (0, 0, -1))})
+    assert auto_kernel(GPU, Geometry((64, 64, 64), 1, reads=star)) == "column"
     assert configurations(GPU, "auto", Geometry((64, 64, 64), 1))[-1].name == "step"
 
 
@@ -104,7 +114,9 @@ def test_auto_per_device_kind_and_grid():
 @pytest.mark.parametrize("itemsize", [4, 8])
 def test_defaults_and_tuning_spaces_fit(facts, dims, radius, itemsize):
     """Every default and candidate of every kernel fits the device and leaves a tile."""
-    geo = Geometry((300,) * dims, radius, uses_prev=radius == 1, itemsize=itemsize)
+    star = frozenset(("u", tuple(distance if axis == along else 0 for axis in range(dims)))
+                     for along in range(dims) for distance in range(-radius, radius + 1))
+    geo = Geometry((300,) * dims, radius, uses_prev=radius == 1, itemsize=itemsize, reads=star)
     for spec in KERNELS.values():
         if spec.handles(geo):
             assert not spec.defaults(facts, geo) and not spec.candidates(facts, geo)
@@ -115,6 +127,17 @@ def test_defaults_and_tuning_spaces_fit(facts, dims, radius, itemsize):
         for p in (spec.candidates(facts, geo) if spec.candidates else []):
             assert spec.problem(spec.resolve(p), geo, facts) is None, (spec.name, p)
             assert spec.cost(spec.resolve(p), geo, facts) > 0
+
+
+def test_column_takes_3d_star_stencils_only(compute):
+    u0, _ = _inputs((5, 6, 7), (), np.float32)
+    for case, why in (("box-3d-27-point", r"star stencils only, this one reads u\[-1, -1, -1\]"),
+                      ("jacobi-5-point-rhs", "takes 3-D stencils only, this one is 2-D")):
+        stencil = CASES[case][0]
+        grid = u0 if stencil.expression.radius and "3d" in case else u0[0]
+        with pytest.raises(InvalidArgumentError, match=why):
+            stencil.run(grid, 1, device=compute, kernel="column",
+                        fields={name: grid for name in stencil.expression.fields})
 
 
 def test_refusals_in_one_line(compute):

@@ -177,6 +177,8 @@ def test_auto_takes_streaming_for_the_stencils_it_takes():
     box = "u + 0.1 * (u[-1, -1] + u[1, 1] - 2 * u)"
     assert auto_kernel(GPU, _geometry(box)) == "tiled"
     assert auto_kernel(GPU, _geometry("u + 0.1 * (u[0, 0, 1] - u)", (512, 512, 512))) \
+        == "column"
+    assert auto_kernel(GPU, _geometry("u + 0.1 * (u[0, 1, 1] - u)", (512, 512, 512))) \
         == "stream"
     assert [c.name for c in configurations(GPU, "auto", jacobi)][-1] == "step"
 

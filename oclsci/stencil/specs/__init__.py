@@ -1,8 +1,8 @@
 """What a stencil kernel spec is (:class:`StencilKernelSpec`), and what specs share.
 
-One module per kernel (``step``, ``tiled``, ``stream`` of ``kernels/stencil/``; ``streaming``,
-Jacobi's ``kernels/jacobi/streaming.cl.mako`` rendered with the stencil's update) defines
-``SPEC``; :mod:`oclsci.stencil.kernels` lists them in a
+One module per kernel (``step``, ``tiled``, ``stream``, ``column`` of ``kernels/stencil/``;
+``streaming``, Jacobi's ``kernels/jacobi/streaming.cl.mako`` rendered with the stencil's
+update) defines ``SPEC``; :mod:`oclsci.stencil.kernels` lists them in a
 :class:`~oclsci.kernelspec.registry.Registry` and chooses among them. A stencil kernel's launch,
 limits and defaults depend on the stencil as well as the grid, so its spec functions take
 ``geo``, the run's :class:`Geometry`, where a generic :class:`~oclsci.kernelspec.KernelSpec`'s
@@ -65,7 +65,8 @@ AXES = (("local_d", "cells_z"), ("local_h", "cells_y"), ("local_w", "cells_x"))
 
 def span(p: Mapping, geo: Geometry, plane: bool = False) -> tuple[int, ...]:
     """Cells of a blocked kernel's span (work-items x cells per item) along every axis of the
-    grid, slowest first; ``plane``: along the axes across the slowest only (``stream``)."""
+    grid, slowest first; ``plane``: along the axes across the slowest only (``stream``,
+    ``column``)."""
     axes = geo.dims - 1 if plane else geo.dims
     return tuple(p[items] * p[cells] for items, cells in AXES[len(AXES) - axes:])
 

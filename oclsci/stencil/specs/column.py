@@ -1,0 +1,131 @@
+"""``column``: register streaming with temporal blocking for 3-D star stencils
+(``kernels/stencil/column.cl.mako``).
+
+Like ``stream``, a work-group owns a tile of the plane (and a halo of radius x ``max_steps``
+cells around it, recomputed by its neighbours) and marches along the planes over a segment
+of ``seg`` planes, reading each plane once from global memory and doing ``max_steps`` steps
+on the way. Unlike it, each work-item keeps its cells' values along the planes in
+registers, so that a level needs one plane of local memory (the neighbours across the
+plane) rather than 2 radius + 2: more steps fit a work-group's local memory, and a read
+along the planes costs no local memory traffic. It takes star stencils only (a read that
+moves across the plane and along the planes at once would need other planes across).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+
+from oclsci.kernelspec import GPU, Argument, Param
+from oclsci.stencil.language import UPDATED
+from oclsci.stencil.specs import Geometry, StencilKernelSpec, blocked_steps, span, tile
+from oclsci.stencil.specs.stream import launch
+
+PARAMS = (
+    Param("local_w", high=1024), Param("local_h", high=1024),
+    Param("cells_x", default=1, high=64), Param("cells_y", default=1, high=64),
+    Param("max_steps", high=32),
+    Param("seg", high=1 << 20, template=False),
+)
+KEYS = ("local_w", "local_h", "cells_x", "cells_y")
+LOCAL_BUDGET = 32 * 1024  # bytes of local memory a default takes at most
+# Work-group and cells (local_w, local_h, cells_x, cells_y), best first.
+SHAPES = [(32, 8, 1, 4), (64, 4, 1, 8), (32, 4, 1, 8), (16, 8, 1, 2)]
+SEGMENT = 128
+MOST_STEPS = 4
+# Registers a work-item's rings may take at most (values of the field's type), a candidate's
+# limit: past it a GPU spills them to memory.
+MOST_RING_VALUES = 96
+
+
+def handles(geo: Geometry) -> str | None:
+    """A 3-D stencil whose reads of u move along one axis at most; None when it is one."""
+    if geo.dims != 3:
+        return f"takes 3-D stencils only, this one is {geo.dims}-D"
+    if not geo.reads:
+        return "takes 3-D star stencils only (this stencil's reads are not known)"
+    for source, offset in sorted(geo.reads):
+        if source == UPDATED and sum(1 for d in offset if d) > 1:
+            return f"takes star stencils only, this one reads u{list(offset)}"
+    return None
+
+
+def ring_values(p: Mapping, geo: Geometry) -> int:
+    """Values a work-item keeps in registers: 2 radius + 1 per cell and level below the
+    top."""
+    return (2 * geo.radius + 1) * p["cells_x"] * p["cells_y"] * p["max_steps"]
+
+
+def check(p: Mapping, geo: Geometry) -> str | None:
+    """A tile inside the halo."""
+    if min(tile(p, geo, plane=True)) < 1:
+        return (f"span {'x'.join(map(str, span(p, geo, plane=True)))} leaves no tile inside a "
+                f"halo of {geo.radius} x {p['max_steps']} steps")
+    return None
+
+
+def local_mem(p: Mapping, geo: Geometry) -> int:
+    """One plane of the span for each level below the top."""
+    return p["max_steps"] * math.prod(span(p, geo, plane=True)) * geo.itemsize
+
+
+def defaults(facts: Mapping, geo: Geometry) -> list[dict]:
+    """Spans of :data:`SHAPES`, segments of :data:`SEGMENT` planes (at most the grid's), the
+    most steps (up to :data:`MOST_STEPS`) whose halo takes at most a quarter of the span's
+    narrowest side and whose planes fit :data:`LOCAL_BUDGET`."""
+    if handles(geo):
+        return []
+    budget = min(facts["local_mem"], LOCAL_BUDGET)
+    found = []
+    for values in SHAPES:
+        p = dict(zip(KEYS, values, strict=True), seg=min(SEGMENT, geo.shape[0]))
+        p["max_steps"] = blocked_steps(min(span(p, geo, plane=True)), geo.radius, MOST_STEPS)
+        while p["max_steps"] > 1 and local_mem(p, geo) > budget:
+            p["max_steps"] -= 1
+        found.append(p)
+    return found
+
+
+def candidates(facts: Mapping, geo: Geometry) -> list[dict]:
+    """Spans of 16 to 128 columns and 8 to 128 rows, 1 to 8 steps, segments of 32 to 1024
+    planes; tiles at least a third of their span; work-groups of 64 to 1024 items; rings of
+    at most :data:`MOST_RING_VALUES` values a work-item."""
+    if handles(geo):
+        return []
+    shapes = itertools.product((16, 32, 64), (4, 8, 16), (1, 2), (1, 2, 4, 8))
+    found = []
+    for shape, k, seg in itertools.product(list(shapes), (1, 2, 3, 4, 6, 8),
+                                           (32, 64, 128, 256, 1024)):
+        p = dict(zip(KEYS, shape, strict=True), max_steps=k, seg=min(seg, geo.shape[0]))
+        if not 64 <= p["local_w"] * p["local_h"] <= facts["max_wg"] or check(p, geo):
+            continue
+        if ring_values(p, geo) > MOST_RING_VALUES or seg > 2 * geo.shape[0]:
+            continue
+        if math.prod(tile(p, geo, plane=True)) < math.prod(span(p, geo, plane=True)) / 3:
+            continue
+        if local_mem(p, geo) <= facts["local_mem"] and p not in found:
+            found.append(p)
+    return found
+
+
+def cost(p: Mapping, geo: Geometry, facts: Mapping) -> float:
+    """Per step: the span's cells over the segment and its 2 radius x max_steps extra planes
+    computed (about 1e11 cell updates/s), each plane read and the tile written once per
+    launch (3 TB/s)."""
+    plane = math.prod(math.ceil(s / t)
+                      for s, t in zip(geo.shape[1:], tile(p, geo, plane=True), strict=True))
+    extra = 2 * geo.radius * p["max_steps"] / min(p["seg"], geo.shape[0])
+    cells = plane * math.prod(span(p, geo, plane=True)) * geo.shape[0] * (1 + extra)
+    traffic = (cells + geo.cells) * geo.itemsize / 3e12 / p["max_steps"]
+    return cells / 1e11 + traffic + 5e-6 / p["max_steps"]
+
+
+SPEC = StencilKernelSpec(
+    name="column", template="stencil/column",
+    summary="3-D star stencils: temporal blocking streamed along the planes, each cell's "
+            "column in registers",
+    params=PARAMS, launch=launch, defaults=defaults, steps_param="max_steps",
+    local_mem=local_mem, check=check, candidates=candidates, cost=cost, handles=handles,
+    arguments=(Argument("seg"),), suits=GPU,
+)
