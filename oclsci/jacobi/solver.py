@@ -89,6 +89,7 @@ class JacobiSolver:
                 raise InvalidArgumentError(f"x0 has shape {x0.shape}, expected {rhs.shape} "
                                            "(the right-hand side's)")
             check_fits(x0, self.dtype, "x0")
+        compute.warn_if_flushed(self.dtype, rhs, x0)
         self.m, self.n = rhs.shape
         # Pad rows to a multiple of 16 elements so that rows start aligned.
         self.row_stride = -(-(self.n + 2) // 16) * 16

@@ -6,6 +6,7 @@ made once per device and process (:func:`create_context`).
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -15,8 +16,9 @@ from oclsci.errors import (
     ArgumentTypeError,
     DeviceError,
     DeviceMemoryError,
+    OclsciWarning,
 )
-from oclsci.runtime.facts import DeviceFacts
+from oclsci.runtime.facts import DeviceFacts, holds_subnormals
 from oclsci.runtime.health import (
     check_before_build,
     disable_unusable_pyopencl_cache,
@@ -49,6 +51,7 @@ class ComputeContext:
         # Programs and kernels built for this context (see oclsci.runtime.programs).
         self.program_cache: dict = {}
         self._copy_queue: Any = None
+        self._warned_of_flushing = False
 
     @property
     def copy_queue(self) -> Any:
@@ -111,6 +114,20 @@ class ComputeContext:
                 f"{what} needs buffers of up to {nbytes / 2 / 2**30:.2f} GiB but device "
                 f"{self.spec} allows {self.facts.max_alloc_bytes / 2**30:.2f} GiB per buffer"
             )
+
+    def warn_if_flushed(self, dtype: Any, *values: Any) -> None:
+        """Warn (an :class:`~oclsci.errors.OclsciWarning`, once per context) when ``values``
+        (arrays, numbers or None) hold numbers subnormal in ``dtype`` that this device may
+        flush to zero (:meth:`DeviceFacts.flushes_subnormals`): its results would differ
+        from NumPy's. Costs nothing on devices that keep subnormals."""
+        if self._warned_of_flushing or not self.facts.flushes_subnormals(dtype):
+            return
+        if any(holds_subnormals(value, dtype) for value in values if value is not None):
+            self._warned_of_flushing = True
+            warnings.warn(f"device {self.spec} ({self.name}) may flush {np.dtype(dtype).name} "
+                          f"subnormal numbers (below {np.finfo(dtype).smallest_normal:.3g}), "
+                          "which the input holds, to zero: results may differ from NumPy's; "
+                          "use float64 or another device", OclsciWarning, stacklevel=3)
 
     def stopwatch(self) -> Stopwatch:
         """Start timing work on this context's queue (see :class:`Stopwatch`)."""

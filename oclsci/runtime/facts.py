@@ -50,6 +50,26 @@ def supports_fp64(device: Any) -> bool:
     return "cl_khr_fp64" in _info(device, "extensions", "")
 
 
+def supports_fp32_denormals(device: Any) -> bool:
+    """True unless the device's CL_DEVICE_SINGLE_FP_CONFIG lacks CL_FP_DENORM: then it may
+    flush float32 subnormals to zero (OpenCL requires denormals of float64 only). A driver
+    that fails the query is taken to keep them."""
+    config = _info(device, "single_fp_config", None)
+    return config is None or bool(config & cl.device_fp_config.DENORM)
+
+
+def holds_subnormals(values: Any, dtype: Any) -> bool:
+    """Whether ``values`` (an array or a number) hold numbers that are subnormal in
+    ``dtype`` (non-zero, below its smallest normal number once rounded to it)."""
+    values = np.asarray(values)
+    if not np.issubdtype(values.dtype, np.floating):
+        return False  # integers are never subnormal
+    info = np.finfo(dtype)
+    magnitudes = np.abs(values)
+    return bool(np.any((magnitudes > float(info.smallest_subnormal) / 2)
+                       & (magnitudes < float(info.smallest_normal))))
+
+
 @dataclass(frozen=True)
 class DeviceFacts:
     """A device's figures as it reports them, and oclsci's inferences about it."""
@@ -70,6 +90,7 @@ class DeviceFacts:
     preferred_double_width: int
     driver_version: str
     opencl_version: str
+    fp32_denormals: bool = True  # CL_FP_DENORM in CL_DEVICE_SINGLE_FP_CONFIG
 
     @classmethod
     def of(cls, device: Any) -> DeviceFacts:
@@ -88,7 +109,8 @@ class DeviceFacts:
             preferred_float_width=int(_info(device, "preferred_vector_width_float", 0)),
             preferred_double_width=int(_info(device, "preferred_vector_width_double", 0)),
             driver_version=_info(device, "driver_version", "").strip(),
-            opencl_version=_info(device, "version", "").strip())
+            opencl_version=_info(device, "version", "").strip(),
+            fp32_denormals=supports_fp32_denormals(device))
 
     @property
     def float_dtypes(self) -> tuple[np.dtype, ...]:
@@ -105,6 +127,13 @@ class DeviceFacts:
         H100) answers 256 for every kernel, also for those it runs with 512 and 1024
         work-items and right results: there the limit is the device's."""
         return "nvidia" not in self.platform.lower()
+
+    def flushes_subnormals(self, dtype: Any) -> bool:
+        """Whether the device may flush subnormal ``dtype`` numbers (below 1.18e-38 in
+        float32) to zero, so that results passing through them differ from NumPy's: float32
+        on devices without CL_FP_DENORM. float64 never (OpenCL requires its denormals);
+        PoCL and Intel's CPU runtime keep float32's too."""
+        return np.dtype(dtype) == np.float32 and not self.fp32_denormals
 
     def prefers_scalars(self, dtype: Any) -> bool:
         """Whether the device reports a preferred vector width of 1 (or none) for ``dtype``:

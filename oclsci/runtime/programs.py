@@ -12,7 +12,9 @@ templates, of Mako's version and of the lookup options: edited templates or anot
 folder of their own, and installs with identical templates share one. Where that folder cannot
 be written, or a kept module cannot be read back, templates are compiled in memory.
 
-Set ``OCLSCI_DUMP_SOURCE=DIR`` to save every rendered source in DIR.
+Builds never pass ``-cl-denorms-are-zero`` (PoCL and Intel's CPU runtime then flush subnormal
+numbers to zero, and results leave NumPy's); fast math only for ``oclsci lombscargle
+--fast-math``. Set ``OCLSCI_DUMP_SOURCE=DIR`` to save every rendered source in DIR.
 """
 
 from __future__ import annotations

@@ -72,7 +72,9 @@ class Stencil:
         ``tiled``, ``stream``: docs/stencil.md), ``kernel_params`` its parameters (the
         kernel's defaults for the device otherwise);
         ``progress(done, steps)`` and ``should_stop()`` as Jacobi's runner takes them.
-        A result that overflowed raises :class:`~oclsci.errors.NonFiniteResultError`."""
+        A result that overflowed raises :class:`~oclsci.errors.NonFiniteResultError`; on a
+        device that may flush float32 subnormal numbers to zero, inputs that hold them warn
+        (:meth:`~oclsci.runtime.device.ComputeContext.warn_if_flushed`)."""
         problem = self.problem(u0, steps, fields=fields, params=params, prev=prev,
                                dtype=dtype)
         solver = StencilSolver(as_compute_context(device), problem, kernel=kernel,

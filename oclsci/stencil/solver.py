@@ -88,6 +88,8 @@ class StencilSolver:
         self.compute = compute
         self.problem = problem
         self.dtype = compute.check_dtype(problem.dtype)
+        compute.warn_if_flushed(self.dtype, problem.u0, problem.prev0, problem.boundary,
+                                *problem.fields.values(), *problem.params.values())
         self.radius = radius = problem.expression.radius
         self.dims = problem.u0.ndim
         self.geo = geometry(problem, self.dtype)

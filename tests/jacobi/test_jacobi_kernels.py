@@ -5,15 +5,19 @@ The kernels and their example configurations come from the registry
 
 Grids: one cell, thin in either direction, odd sizes, the seed's 266 x 400; step counts that
 are not multiples of the steps per launch (remainder launches); float32 and float64.
+Subnormal numbers too: a right-hand side holding them, iterates that partly underflow to zero.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import warnings
 
 import numpy as np
 import pytest
 
+from oclsci.errors import OclsciWarning
 from oclsci.jacobi import kernels
 from oclsci.jacobi import solver as jacobi
 from oclsci.jacobi.kernels import KERNELS, KernelConfig, default_config, device_default
@@ -21,6 +25,7 @@ from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.jacobi.runner import run
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.runtime import programs
+from oclsci.runtime.device import create_context
 
 SHAPES = [(1, 1), (3, 1000), (1021, 37), (37, 1021), (266, 400)]
 # Cumulative step counts: 1, then 5 and 13 (remainders for every steps-per-launch below).
@@ -85,6 +90,48 @@ def test_default_configurations_equal_numpy(compute, problems, name, dtype):
     for config in configs:
         if config.fits(compute, dtype):
             _check(compute, config, problems, dtype, shapes=[(37, 1021), (266, 400)])
+
+
+@pytest.fixture(scope="module")
+def subnormal_problems():
+    """Right-hand sides (the first iterates too) of signed numbers: normal ones just above
+    the dtype's subnormal range, subnormal ones (1e-39 and 3e-45 in float32, 1e-310 and
+    5e-324 in float64), in three bands of columns: the iterates stay subnormal in the
+    middle band and partly underflow to zero in the last."""
+    rng = np.random.default_rng(39)
+    out = {}
+    for dtype, scales in ((np.float32, (1e-39, 3e-45)), (np.float64, (1e-310, 5e-324))):
+        bands = np.array([4 * np.finfo(dtype).smallest_normal, *scales])
+        for shape in SUBNORMAL_SHAPES:
+            chosen = bands[np.arange(shape[1]) * 3 // shape[1]]
+            b = (rng.uniform(-1, 1, shape) * chosen).astype(dtype)
+            out[shape, dtype] = (b, {s: jacobi_numpy(b, s, dtype=dtype) for s in STEPS})
+        last = out[SUBNORMAL_SHAPES[-1], dtype][1][STEPS[-1]]
+        assert ((last != 0) & (np.abs(last) < np.finfo(dtype).smallest_normal)).any()
+        assert (last == 0).any()
+    return out
+
+
+SUBNORMAL_SHAPES = [(1, 1), (29, 131)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("config", CONFIGS, ids=_id)
+def test_kernel_keeps_subnormals_as_numpy(compute, subnormal_problems, config, dtype):
+    _check(compute, config, subnormal_problems, dtype, shapes=SUBNORMAL_SHAPES)
+
+
+def test_a_device_that_flushes_float32_subnormals_warns(compute):
+    """On a device whose facts say it may flush float32 subnormals (a fake record on a fresh
+    context), a right-hand side or x0 holding them warns, naming the device."""
+    fresh = create_context(compute.spec, reuse=False)
+    fresh.facts = dataclasses.replace(fresh.facts, fp32_denormals=False)
+    rhs = np.full((4, 5), 1e-30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", OclsciWarning)
+        JacobiSolver(fresh, rhs, config=KernelConfig("seed"))
+    with pytest.warns(OclsciWarning, match=rf"device {fresh.spec} \(.+\) may flush float32"):
+        JacobiSolver(fresh, rhs, x0=np.full((4, 5), 1e-39), config=KernelConfig("seed"))
 
 
 def test_every_kernel_is_covered():

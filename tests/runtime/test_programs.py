@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -53,6 +54,22 @@ def test_every_template_is_named_after_its_kernel():
             defined = re.findall(r'"void\s+(\w+)\(', text)
         assert defined and all(d == kernel or d.startswith(kernel + "_") for d in defined), \
             f"kernels/{name}.cl.mako must define kernel {kernel} (or {kernel}_*): {defined}"
+
+
+def test_no_build_option_flushes_subnormals():
+    """oclsci builds keep subnormal numbers, as NumPy does: never ``-cl-denorms-are-zero``
+    (with it PoCL and Intel's CPU runtime flush them to zero); fast math only where a user
+    asks for it (``oclsci lombscargle --fast-math``, inexact anyway). Every build option
+    that oclsci's code holds as a string is one of these."""
+    named: dict[str, set[str]] = {}
+    for path in (ROOT / "oclsci").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and str(node.value).startswith("-cl-"):
+                named.setdefault(node.value, set()).add(path.relative_to(ROOT).as_posix())
+    assert set(named) <= {"-cl-fp32-correctly-rounded-divide-sqrt", "-cl-nv-verbose",
+                          "-cl-fast-relaxed-math"}, named
+    assert named["-cl-fast-relaxed-math"] <= {"oclsci/lombscargle/periodogram.py",
+                                              "oclsci/bench/lombscargle.py"}
 
 
 def test_build_error_names_kernel_options_log_and_saved_source(any_compute, tmp_path,
