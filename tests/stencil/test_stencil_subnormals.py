@@ -33,10 +33,10 @@ SUBNORMALS = {np.float32: (1e-39, 3e-45), np.float64: (1e-310, 5e-324)}
 # A decay's start (normal), and steps at which it enters the subnormal range, is inside it
 # and has partly underflowed to zero.
 DECAY = {np.float32: (1e-36, (5, 15, 26)), np.float64: (1e-300, (23, 50, 72))}
-# Each kernel in each dimension it takes (streaming: 2-D only).
+# Each kernel in each dimension it takes (streaming: 2-D only; column: 3-D only).
 KERNELS = [pytest.param(kernel, dims, id=f"{kernel}-{dims}d") for dims in (2, 3)
-           for kernel in ("step", "tiled", "stream", "streaming")
-           if not (kernel == "streaming" and dims == 3)]
+           for kernel in ("step", "tiled", "stream", "column", "streaming")
+           if (kernel, dims) not in {("streaming", 3), ("column", 2)}]
 
 
 def subnormal_grid(shape, dtype, rng):
