@@ -12,9 +12,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from oclgrind.install import make_vendors_dir, missing_reason, oclgrind_environ
 
@@ -111,12 +113,56 @@ def _chunks(cases: list[dict], count: int) -> list[list[dict]]:
     return [chunk for chunk in chunks if chunk]
 
 
-def run_cases(cases: list[dict], *, workers: int | None = None, timeout: float = 600,
+class _Runner:
+    """A runner process whose stdout and stderr threads read as it writes; ``last`` is when
+    it last printed a line (a case done)."""
+
+    def __init__(self, log: Path, process: subprocess.Popen):
+        self.log, self.process = log, process
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self.last = time.monotonic()
+        self.note = ""
+        self.readers = [threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+                        for stream, lines in ((process.stdout, self.out),
+                                              (process.stderr, self.err))]
+        for reader in self.readers:
+            reader.start()
+
+    def _read(self, stream: Any, lines: list[str]) -> None:
+        for line in stream:
+            lines.append(line)
+            self.last = time.monotonic()
+
+    def output(self) -> tuple[int, str, str]:
+        """(return code, stdout, the end of its stderr and log) once it has ended."""
+        for reader in self.readers:
+            reader.join()
+        logged = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return (self.process.returncode, "".join(self.out),
+                (logged + "".join(self.err) + self.note)[-4000:])
+
+
+def _wait(runners: list[_Runner], stall: float) -> None:
+    """Wait for every runner; kill those left when none has printed for ``stall`` s."""
+    while any(runner.process.poll() is None for runner in runners):
+        if time.monotonic() - max(runner.last for runner in runners) > stall:
+            for runner in runners:
+                if runner.process.poll() is None:
+                    runner.process.kill()
+                    runner.note = f"\nrunner killed: no case finished for {stall:.0f} s"
+        time.sleep(0.5)
+    for runner in runners:
+        runner.process.wait()
+
+
+def run_cases(cases: list[dict], *, workers: int | None = None, stall: float = 900,
               extra_env: dict | None = None) -> RunResult:
     """Run ``cases`` under Oclgrind in ``workers`` parallel subprocesses; collect outcomes.
 
     ``workers`` defaults to ``$OCLSCI_OCLGRIND_WORKERS``, else 2 (or 1 on one core). A runner
-    that dies (crash, timeout) leaves its remaining cases with ``ran=False``.
+    that dies (a crash, or no case finished by any runner for ``stall`` seconds: a hang, not
+    a slow machine) leaves its remaining cases with ``ran=False``.
     """
     reason = missing_reason()
     if reason:
@@ -124,7 +170,6 @@ def run_cases(cases: list[dict], *, workers: int | None = None, timeout: float =
     workers = workers or int(os.environ.get("OCLSCI_OCLGRIND_WORKERS", "0")) or min(
         2, os.cpu_count() or 1)
     start = time.perf_counter()
-    outputs = []
     with tempfile.TemporaryDirectory(prefix="oclsci-oclgrind-") as tmp:
         vendors = make_vendors_dir(Path(tmp) / "vendors")
         env = oclgrind_environ(vendors)
@@ -132,23 +177,15 @@ def run_cases(cases: list[dict], *, workers: int | None = None, timeout: float =
         if workers > 1:
             env.setdefault("OCLGRIND_NUM_THREADS", "1")
         env.update(extra_env or {})
-        processes = []
+        runners = []
         for index, chunk in enumerate(_chunks(cases, workers)):
             job, log = Path(tmp) / f"job{index}.json", Path(tmp) / f"stderr{index}.log"
             job.write_text(json.dumps(chunk))
-            processes.append((log, subprocess.Popen(
+            runners.append(_Runner(log, subprocess.Popen(
                 [sys.executable, str(PACKAGE), str(job), str(log)], env=env,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp)))
-        for log, process in processes:
-            try:
-                out, err = process.communicate(
-                    timeout=max(1.0, timeout - (time.perf_counter() - start)))
-            except subprocess.TimeoutExpired:
-                process.kill()
-                out, err = process.communicate()
-                err += f"\nrunner timed out after {timeout:.0f} s"
-            logged = log.read_text(errors="replace") if log.exists() else ""
-            outputs.append((process.returncode, out, (logged + err)[-4000:]))
+        _wait(runners, stall)
+        outputs = [runner.output() for runner in runners]
     outcomes = {case["id"]: CaseOutcome(case["id"]) for case in cases}
     setup_reports: list[str] = []
     templates: set[str] = set()
