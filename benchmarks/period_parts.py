@@ -1,5 +1,5 @@
 """Where one exchange period of an overlapped MPI rank goes on its device, without MPI: a
-middle rank's sub-slabs (two strips and the interior, as oclsci.jacobi.overlap cuts them) step
+middle rank's sub-slabs (two strips and the interior, as oclsci.mpi.overlap cuts them) step
 one period each, then the rows between them are copied, on one queue, as a rank does it
 (docs/mpi.md, "Four GPUs of one node"). One process, one device:
 
@@ -20,8 +20,8 @@ import statistics
 import numpy as np
 import pyopencl as cl
 
-from oclsci.jacobi.overlap import sub_slabs
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
+from oclsci.mpi.overlap import sub_slabs
 from oclsci.mpi.slabs import Decomposition, exchange_period
 from oclsci.runtime.device import create_context
 

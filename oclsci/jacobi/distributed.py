@@ -17,9 +17,10 @@ import numpy as np
 
 from oclsci.errors import Interrupted
 from oclsci.jacobi.job import Problem, Start, stop_error
-from oclsci.jacobi.overlap import OverlappedSlab, sub_slabs, wants_overlap
+from oclsci.jacobi.overlap import OverlappedJacobi
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
+from oclsci.mpi.overlap import OverlappedSlab, agreed_overlap, sub_slabs
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 
@@ -83,8 +84,7 @@ class DistributedJacobi:
         self.dtype = np.dtype(dtype)
         # One choice for all ranks (the summary's collectives depend on it): overlap only if
         # every rank wants it.
-        overlap = world.size > 1 and bool(world.comm.allreduce(
-            int(world.agree(wants_overlap, compute)), op=world.MPI.MIN))
+        overlap = agreed_overlap(world, compute)
         if config is None:
             config, chosen_strips = world.bcast(world.agree(
                 lambda: self._choose(kernel, overlap, exchange_every) if world.is_root
@@ -108,7 +108,7 @@ class DistributedJacobi:
 
         pieces = sub_slabs(self.decomposition) if overlap else None
         if pieces is not None:
-            self.solver = world.agree(lambda: OverlappedSlab(
+            self.solver = world.agree(lambda: OverlappedJacobi(
                 world, compute, self.slab, pieces, rhs_rows, x0_rows, dtype=self.dtype,
                 config=config, strip_config=strip_config, period=self.period))
             self.halo = self.solver
@@ -222,11 +222,7 @@ class SlabGrid:
                         f"{exchange_seconds:.4f} s at most on a rank ({phases}, each the "
                         f"largest on a rank)")
         if solve.overlapped:  # on every rank or none
-            exposed = solve.halo.exposed_seconds
-            exposed = self.world.allreduce_max(-1.0 if exposed is None else exposed)
-            distribution += "; overlapped with the interior's steps, " + (
-                f"a device waited {exposed:.4f} s for them after its own (at most on a rank)"
-                if exposed >= 0 else "device waits not measured (no profiling)")
+            distribution += "; " + solve.halo.waits_summary()
         return dataclasses.replace(result, device_seconds=device_seconds,
                                    wall_seconds=wall_seconds), distribution
 

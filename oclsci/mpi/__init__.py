@@ -1,7 +1,7 @@
 """Several MPI ranks, one per device: the world, slabs of rows, halo transport, bands.
 
 This package knows MPI; the solvers stay MPI-free, and each workload's runner over ranks
-lives in its own package (``oclsci.jacobi.distributed`` and ``oclsci.jacobi.overlap``,
+lives in its own package (``oclsci.jacobi.distributed``, ``oclsci.stencil.distributed``,
 ``oclsci.mandelbrot.distributed``, ``oclsci.lombscargle.distributed``,
 ``oclsci.poisson.distributed``), built on what is here. ``mpi4py`` is imported only when a
 launcher announces more than one rank (``mpiexec``/``mpirun`` of MPICH, Open MPI, Intel MPI or
@@ -12,6 +12,8 @@ command runs exactly as on one device.
 Modules: :mod:`.world` (launcher detection, :class:`World`, per-rank caches, errors and
 abort), :mod:`.slabs` (1-D slabs of rows with ghost rows, :class:`SlabHalo`; see docs/mpi.md),
 :mod:`.transport` (halo rows through shared memory on a node, MPI between nodes),
+:mod:`.overlap` (a slab cut into strips and an interior, the exchange behind the interior's
+steps; a workload's adapter makes the sub-slabs' solvers),
 :mod:`.bands` (bands of independent rows dealt out and gathered). Nothing here prints or
 imports the command line or a workload.
 """
@@ -27,6 +29,8 @@ _LAZY = {
     **dict.fromkeys(("gather_bands", "rank_bands"), "oclsci.mpi.bands"),
     **dict.fromkeys(("DEFAULT_MIN_EXCHANGE_STEPS", "Decomposition", "Slab", "SlabHalo",
                      "exchange_period", "split_rows"), "oclsci.mpi.slabs"),
+    **dict.fromkeys(("OverlappedSlab", "Pieces", "agreed_overlap", "sub_slabs",
+                     "wants_overlap"), "oclsci.mpi.overlap"),
     **dict.fromkeys(("RowTransport", "node_comm", "node_ranks_setting"), "oclsci.mpi.transport"),
     **dict.fromkeys(("MAX_MESSAGE_BYTES", "PRESENCE_VARIABLES", "SIZE_VARIABLES", "TAG_GATHER",
                      "TAG_HALO", "TAG_SCATTER", "RankError", "World", "exit_code_of",

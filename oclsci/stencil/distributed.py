@@ -11,6 +11,11 @@ makes them right again: every owned cell goes through the same operations as on 
 whichever kernel runs. Ghost layers deeper than a neighbour's slab come from the ranks
 beyond it. u.prev's ghost layers travel with u's.
 
+Where the ranks want it (``OCLSCI_MPI_OVERLAP``, on GPUs by default) and the slabs are thick
+enough, each slab is cut into strips of ``H`` layers facing the neighbours and an interior,
+and the exchange runs behind the interior's steps (:mod:`oclsci.mpi.overlap`, as Jacobi's;
+:class:`StencilPieces` makes the pieces' solvers).
+
 Rank 0 reads the inputs and scatters each rank's layers (u, u.prev, the fields), and gathers
 the owned layers for checkpoints and the result. ``oclsci stencil`` runs this under
 ``mpiexec`` (:class:`SlabLayout`, the layout of :class:`oclsci.stencil.driver.StencilRun`).
@@ -26,6 +31,7 @@ import numpy as np
 
 from oclsci.checkpoints import stop_error
 from oclsci.errors import Interrupted
+from oclsci.mpi.overlap import OverlappedSlab, agreed_overlap, sub_slabs
 from oclsci.mpi.slabs import DEFAULT_MIN_EXCHANGE_STEPS, Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.stencil.kernels import choose
@@ -59,6 +65,38 @@ def gather_layers(world: World, decomposition: Decomposition,
     return full
 
 
+class StencilPieces:
+    """How a stencil slab's sub-slabs are made (:class:`oclsci.mpi.overlap.Pieces`): each a
+    :class:`StencilSolver` of its layers of ``local`` (the rank's slab problem: layers
+    ``lo..hi-1`` of u, u.prev and the read-only fields, whose ghost layers never change), the
+    strips trying ``strip_candidates``, the interior ``candidates``. The levels that travel:
+    u.prev's (with u.prev) and u's, each read from and written into the buffer that the next
+    step reads (the kernels write every held layer of the others)."""
+
+    def __init__(self, compute: Any, local: Problem, candidates: list, strip_candidates: list):
+        self.compute, self.local = compute, local
+        self.candidates, self.strip_candidates = candidates, strip_candidates
+
+    def solver(self, rows: slice, strip: bool) -> StencilSolver:
+        """The sub-slab's solver for the slab's layers ``rows``."""
+        local = self.local
+        piece = dataclasses.replace(
+            local, u0=local.u0[rows], prev0=None if local.prev0 is None else local.prev0[rows],
+            fields={name: array[rows] for name, array in local.fields.items()})
+        return StencilSolver(self.compute, piece, candidates=self.strip_candidates if strip
+                             else self.candidates)
+
+    @staticmethod
+    def levels(solver: StencilSolver) -> list[tuple[Any, list[Any]]]:
+        """u.prev's buffer (with u.prev), then u's, as the next step reads them."""
+        return [(buffer, [buffer]) for buffer in solver.buffers_now() if buffer is not None]
+
+    @staticmethod
+    def row_stride(solver: StencilSolver) -> int:
+        """Elements of a padded layer (a plane in 3-D)."""
+        return solver.layer_stride
+
+
 class DistributedStencil:
     """This rank's slab of a stencil run over ``world``: its solver and halo (collective).
 
@@ -66,8 +104,12 @@ class DistributedStencil:
     grid's; ``problem``: the whole problem on rank 0 (None elsewhere), scattered from there.
     ``kernel`` and ``kernel_params`` as for :class:`StencilSolver`: rank 0 chooses the
     configurations for a slab's share of the grid (a tuned one first), and every rank tries
-    them in order.
-    ``exchange_every`` (or ``OCLSCI_MPI_EXCHANGE_EVERY``) sets the steps between exchanges.
+    them in order. ``exchange_every`` (or ``OCLSCI_MPI_EXCHANGE_EVERY``) sets the steps
+    between exchanges. Where every rank wants the overlap (``OCLSCI_MPI_OVERLAP``: on GPUs by
+    default) and the slabs are thick enough, each slab is cut into strips and an interior
+    (:class:`oclsci.mpi.overlap.OverlappedSlab`) and the exchange runs behind the interior's
+    steps; with ``auto`` (no parameters) the interior and the strips each run what ``auto``
+    means for their shape.
     """
 
     def __init__(self, world: World, compute: Any, skeleton: Problem, shape: tuple[int, ...],
@@ -75,17 +117,13 @@ class DistributedStencil:
                  kernel_params: dict | None = None, exchange_every: int | None = None):
         self.world = world
         self.shape = tuple(shape)
-        radius = skeleton.expression.radius
-        share = stencil_geometry(skeleton.expression,
-                                 (max(1, self.shape[0] // world.size),) + self.shape[1:],
-                                 skeleton.dtype)
-        candidates = world.bcast(world.agree(
-            lambda: choose(compute, kernel, share, skeleton.expression, skeleton.dtype,
-                           kernel_params) if world.is_root else None))
-        # Ghost layers of about DEFAULT_MIN_EXCHANGE_STEPS, whatever the radius.
-        self.period = world.agree(exchange_period, candidates[0].steps_per_launch,
-                                  exchange_every,
-                                  math.ceil(DEFAULT_MIN_EXCHANGE_STEPS / max(1, radius)))
+        self.axis = "planes" if len(self.shape) == 3 else "rows"
+        self.radius = radius = skeleton.expression.radius
+        overlap = agreed_overlap(world, compute)
+        candidates, strip_candidates = world.bcast(world.agree(
+            lambda: self._choose(compute, skeleton, kernel, kernel_params, overlap,
+                                 exchange_every) if world.is_root else None))
+        self.period = world.agree(self._period, candidates, strip_candidates, exchange_every)
         self.decomposition = world.agree(Decomposition.build, self.shape[0], self.shape[1],
                                          world.size, max(1, radius) * self.period, fixed=0,
                                          ring=radius)
@@ -101,33 +139,103 @@ class DistributedStencil:
             prev0=layers(root and root.prev0) if skeleton.expression.uses_prev else None,
             fields={name: layers(root and root.fields[name])
                     for name in skeleton.expression.fields})
-        self.solver = world.agree(StencilSolver, compute, local, candidates=candidates)
-        self.halo = SlabHalo(world, self.decomposition, self.period)
+        pieces = sub_slabs(self.decomposition) if overlap else None
+        # Why the exchange is not overlapped although the ranks want it, for the summary.
+        self.whole_because = "" if pieces is not None or not overlap else (
+            f"; whole slabs, too thin to overlap the exchange (strips of "
+            f"{self.decomposition.halo} {self.axis} beside an interior at least as high)")
+        if pieces is not None:
+            adapter = StencilPieces(compute, local, candidates, strip_candidates)
+            self.solver = world.agree(lambda: OverlappedSlab(world, compute, self.slab, pieces,
+                                                             adapter, period=self.period))
+            self.halo = self.solver
+        else:
+            self.solver = world.agree(StencilSolver, compute, local, candidates=candidates)
+            self.halo = SlabHalo(world, self.decomposition, self.period)
+
+    def _period(self, candidates: list, strip_candidates: list,
+                exchange_every: int | None) -> int:
+        """Steps between exchanges: a multiple of both first configurations' steps per launch,
+        ghost layers of about DEFAULT_MIN_EXCHANGE_STEPS whatever the radius."""
+        return exchange_period(math.lcm(candidates[0].steps_per_launch,
+                                        strip_candidates[0].steps_per_launch), exchange_every,
+                               math.ceil(DEFAULT_MIN_EXCHANGE_STEPS / max(1, self.radius)))
+
+    def _choose(self, compute: Any, skeleton: Problem, kernel: str, params: dict | None,
+                overlap: bool, exchange_every: int | None) -> tuple[list, list]:
+        """Rank 0's candidates for the interior and for the strips: what ``kernel`` means for
+        a slab's share of the grid, both; with the overlap and ``auto`` (no parameters), what
+        it means for a middle rank's interior and for a strip, each a grid of its own, at the
+        period both give (unless slabs that thick leave no room for strips)."""
+        expression, dtype, rest = skeleton.expression, skeleton.dtype, self.shape[1:]
+        radius = max(1, self.radius)
+
+        def for_layers(count: int) -> list:
+            geo = stencil_geometry(expression, (max(1, count),) + rest, dtype)
+            return choose(compute, kernel, geo, expression, dtype, params)
+
+        rows = max(1, self.shape[0] // self.world.size)
+        whole = for_layers(rows)
+        if not overlap or kernel != "auto" or params:
+            return whole, whole
+        period = self._period(whole, whole, exchange_every)
+        for _ in range(3):  # the strips' height depends on the period, the period on them
+            interior, strips = for_layers(rows - 2 * radius * period), for_layers(radius * period)
+            chosen = self._period(interior, strips, exchange_every)
+            if chosen == period:
+                break
+            period = chosen
+        if sub_slabs(Decomposition.build(self.shape[0], self.shape[1], self.world.size,
+                                         radius * chosen, fixed=0)) is None:
+            return whole, whole
+        return interior, strips
+
+    @property
+    def overlapped(self) -> bool:
+        """True when the exchange runs behind the interior's steps (on every rank)."""
+        return isinstance(self.solver, OverlappedSlab)
 
     def start(self) -> None:
         """Nothing to exchange at the start: the scattered ghost layers are right."""
 
+    def _owned(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """This rank's owned layers of u and (with u.prev, else None) of the previous level."""
+        parts = [(self.solver, self.slab)] if not self.overlapped else [
+            (self.solver.solvers[index], piece)
+            for index, piece in sorted(self.solver.pieces.items())]
+        u, prev = [], []
+        for solver, slab in parts:
+            owned = slice(slab.first - slab.lo, slab.stop - slab.lo)
+            u.append(solver.read()[owned])
+            level = solver.read_prev()
+            prev.append(None if level is None else level[owned])
+        return np.concatenate(u), None if prev[0] is None else np.concatenate(prev)
+
     def gather(self) -> tuple[np.ndarray | None, np.ndarray | None]:
         """The field and (with u.prev) the previous level on rank 0; Nones elsewhere
         (collective)."""
-        owned = slice(self.slab.first - self.slab.lo, self.slab.stop - self.slab.lo)
-        u = gather_layers(self.world, self.decomposition, self.solver.read()[owned])
-        prev = self.solver.read_prev()
+        u, prev = self._owned()
+        u = gather_layers(self.world, self.decomposition, u)
         if prev is not None:
-            prev = gather_layers(self.world, self.decomposition, prev[owned])
+            prev = gather_layers(self.world, self.decomposition, prev)
         return u, prev
 
     def describe(self) -> str:
-        """One line on the slabs and their exchanges, for summaries."""
+        """One line on the slabs and their exchanges, for summaries (collective)."""
         sizes = sorted({slab.rows for slab in self.decomposition.slabs})
         layers = "-".join(str(v) for v in (sizes[0], sizes[-1])) if len(sizes) > 1 \
             else str(sizes[0])
-        axis = "planes" if len(self.shape) == 3 else "rows"
-        transport = self.halo.transport
-        route = f" ({transport.describe()} on rank 0)" if transport else ""
+        axis = self.axis
+        if self.overlapped:
+            route = f" ({self.solver.describe(axis)} on rank 0)"
+            waits = "; " + self.solver.waits_summary()
+        else:
+            transport = self.halo.transport
+            route = f" ({transport.describe()} on rank 0)" if transport else ""
+            waits = self.whole_because
         return (f"{self.world.size} ranks, slabs of {layers} {axis}{route}, "
                 f"{self.decomposition.halo} ghost {axis} per side, exchange every "
-                f"{self.period} steps; {self.halo.exchanges} exchanges")
+                f"{self.period} steps; {self.halo.exchanges} exchanges{waits}")
 
 
 class SlabLayout:

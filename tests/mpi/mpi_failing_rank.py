@@ -17,8 +17,8 @@ from oclsci.runtime.signals import install_exit_handlers
 def inject(rank: int, when: str) -> None:
     """Make rank ``rank`` raise a RuntimeError at ``when`` (``setup`` or a step number)."""
     from oclsci.jacobi import distributed as mpi_jacobi  # after install_exit_handlers
-    from oclsci.jacobi import overlap
-    from oclsci.mpi import mpi_world, slabs
+    from oclsci.jacobi import overlap as jacobi_overlap
+    from oclsci.mpi import mpi_world, overlap, slabs
 
     world = mpi_world()
     if world is None or world.rank != rank:
@@ -28,7 +28,7 @@ def inject(rank: int, when: str) -> None:
         def failing_solver(*args, **kwargs):
             raise RuntimeError(message)
 
-        mpi_jacobi.JacobiSolver = overlap.JacobiSolver = failing_solver
+        mpi_jacobi.JacobiSolver = jacobi_overlap.JacobiSolver = failing_solver
         return
     # Whole slabs (SlabHalo) or sub-slabs with the exchange overlapped (OverlappedSlab).
     for halo_class in (slabs.SlabHalo, overlap.OverlappedSlab):

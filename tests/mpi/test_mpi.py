@@ -31,9 +31,9 @@ from mpi_launch import (
 )
 
 from oclsci import mpi
-from oclsci.jacobi import overlap
 from oclsci.jacobi.reference import jacobi_numpy, jacobi_step
 from oclsci.jacobi.solver import KERNEL_NAMES
+from oclsci.mpi import overlap
 
 pytestmark = pytest.mark.slow
 

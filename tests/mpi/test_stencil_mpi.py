@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import subprocess
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from conftest import DEVICE_SPECS, cli_command, tool_missing
+from gpu_profiles import PROFILES, described
 from mpi_launch import assert_ok, launch_env, mpi_missing, mpiexec_command, run_oclsci
 from signal_helpers import finish, wait_until_ranks_compute
 
+from oclsci.mpi.overlap import sub_slabs
 from oclsci.mpi.slabs import Decomposition
 from oclsci.stencil import Stencil
 from oclsci.stencil.checkpoint import load_checkpoint
+from oclsci.stencil.distributed import DistributedStencil
 from oclsci.stencil.reference import stencil_numpy
 
 DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
@@ -40,13 +45,18 @@ WAVE_3D = "2 * u - u.prev + 0.05 * (u[-2, 0, 0] + u[2, 0, 0] + u[0, -1, 0] + u[0
 # Without MPI: the slab algorithm replayed in NumPy
 
 
-def replay_slabs(problem, parts: int, period: int):
-    """``problem`` run as the ranks run it: every ``period`` steps each slab (owned layers and
-    radius x period ghost layers, the boundary value beyond) steps on its own, then the owned
-    layers are put together."""
+def slab_decomposition(problem, parts: int, period: int) -> Decomposition:
+    """The ranks' slabs of ``problem``: radius x period ghost layers a side."""
     radius = problem.expression.radius
-    d = Decomposition.build(problem.shape[0], problem.shape[1], parts, radius * period,
-                            fixed=0, ring=radius)
+    return Decomposition.build(problem.shape[0], problem.shape[1], parts, radius * period,
+                               fixed=0, ring=radius)
+
+
+def replay_slabs(problem, parts: int, period: int, d: Decomposition | None = None):
+    """``problem`` run as the ranks run it: every ``period`` steps each slab of ``d``
+    (default: ``parts`` ranks' slabs; owned layers and radius x period ghost layers, the
+    boundary value beyond) steps on its own, then the owned layers are put together."""
+    d = d or slab_decomposition(problem, parts, period)
     u, prev, done = problem.u0, problem.prev0, 0
     while done < problem.steps:
         chunk = min(period, problem.steps - done)
@@ -73,8 +83,9 @@ CASES = {  # name: (expression, params, shape, fields)
 }
 
 
-def case_problem(name: str, steps: int, dtype=np.float64):
-    expression, params, shape, names = CASES[name]
+def case_problem(name: str, steps: int, dtype=np.float64, shape=None):
+    expression, params, case_shape, names = CASES[name]
+    shape = shape or case_shape
     rng = np.random.default_rng(len(name))
     fields = {field: rng.uniform(0.05, 0.2, shape) for field in names}
     stencil = Stencil(expression, params=params, fields=list(names))
@@ -89,6 +100,41 @@ def test_slab_algorithm_in_numpy_is_exact(name, parts, period):
     """Thin slabs (fewer layers than the ghost depth) included: ghosts from further ranks."""
     _, problem = case_problem(name, 17)
     assert np.array_equal(replay_slabs(problem, parts, period), stencil_numpy(problem))
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("parts,period", [(2, 3), (3, 1)])
+def test_sub_slab_algorithm_in_numpy_is_exact(name, parts, period):
+    """The overlap's strips (radius x period layers facing another rank) and interiors as
+    slabs of their own."""
+    _, problem = case_problem(name, 17, shape=(6 * name.count("r2") + 21,)
+                              + CASES[name][2][1:])
+    pieces, owners = sub_slabs(slab_decomposition(problem, parts, period))
+    edge = problem.expression.radius * period
+    assert len(owners) == 3 * parts - 2
+    assert all(piece.rows == edge for piece, owner, nxt in
+               zip(pieces.slabs, owners, owners[1:], strict=False) if owner != nxt)
+    assert np.array_equal(replay_slabs(problem, parts, period, pieces), stencil_numpy(problem))
+
+
+@pytest.mark.parametrize("profile", PROFILES[-2:], ids=lambda p: p.name)
+def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
+    """With ``auto`` and the overlap, a GPU's interior of a big 2-D slab runs ``streaming``
+    and its strips ``tiled``, at a period of both kernels' steps; a named kernel, given
+    parameters or whole slabs keep one choice for all."""
+    monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "tuning.json"))
+    _, problem = case_problem("2d-r1-field", 1)
+    job = object.__new__(DistributedStencil)
+    job.world, job.shape, job.radius = SimpleNamespace(size=2), (2048, 2048), 1
+    compute = described(profile)
+    interior, strips = job._choose(compute, problem, "auto", None, True, None)
+    assert (interior[0].name, strips[0].name) == ("streaming", "tiled")
+    period = job._period(interior, strips, None)
+    assert period % interior[0].steps_per_launch == period % strips[0].steps_per_launch == 0
+    for kernel, params, overlap in (("auto", None, False), ("tiled", None, True),
+                                    ("auto", {"max_steps": 2}, True)):
+        whole, same = job._choose(compute, problem, kernel, params, overlap, None)
+        assert whole == same, (kernel, params, overlap)
 
 
 def test_stencil_decomposition_exchanges_no_fixed_rows():
@@ -110,9 +156,11 @@ def mpi_present():
         tool_missing(reason)
 
 
-def save_case(folder, name: str, steps: int, dtype=np.float32) -> tuple[list, object]:
-    """The inputs of case ``name`` in ``folder``; the command's arguments and the problem."""
-    stencil, problem = case_problem(name, steps, dtype)
+def save_case(folder, name: str, steps: int, dtype=np.float32,
+              shape=None) -> tuple[list, object]:
+    """The inputs of case ``name`` (on a grid of ``shape``, default the case's) in
+    ``folder``; the command's arguments and the problem."""
+    stencil, problem = case_problem(name, steps, dtype, shape)
     expression, params, _, _ = CASES[name]
     np.save(folder / "u0.npy", problem.u0)
     args = [expression, folder / "u0.npy", "-n", steps, "--dtype", np.dtype(dtype).name,
@@ -191,17 +239,24 @@ def test_checkpoints_resume_on_another_rank_count(tmp_path):
     assert np.array_equal(np.load(tmp_path / "one.npy"), want)
 
 
+# The overlap on PoCL ranks, with slabs thick enough for strips: ghost layers of r x 1.
+OVERLAP = {"OCLSCI_MPI_OVERLAP": "1", "OCLSCI_MPI_EXCHANGE_EVERY": "1"}
+
+
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpi_present")
-def test_sigterm_to_one_rank_checkpoints_and_resumes_bit_identical(tmp_path):
+@pytest.mark.parametrize("env", [{}, OVERLAP], ids=["slabs", "overlapped"])
+def test_sigterm_to_one_rank_checkpoints_and_resumes_bit_identical(tmp_path, env):
     """SIGTERM to the last of 3 ranks: every rank stops at one step, the checkpoint is
-    written (exit 75); resumed on 2 ranks and on 4, the result is the uninterrupted run's."""
+    written (exit 75); resumed on 2 ranks and on 4, the result is the uninterrupted run's
+    (overlapped: strips and interiors, the 4 ranks' slabs too thin for them)."""
     args, problem = save_case(tmp_path, "2d-r2-prev-field", 10**9)
     checkpoint = tmp_path / "run.npz"
     command = cli_command("stencil", *args, "--checkpoint", checkpoint, "-o",
                           tmp_path / "never.npy", launcher=[*mpiexec_command(), "-n", "3"])
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, env=launch_env(), cwd=tmp_path, text=True)
+                               stderr=subprocess.PIPE, env=launch_env(env), cwd=tmp_path,
+                               text=True)
     pids = wait_until_ranks_compute(process, 3)
     os.kill(pids[-1], signal.SIGTERM)
     code, stderr = finish(process)
@@ -214,9 +269,12 @@ def test_sigterm_to_one_rank_checkpoints_and_resumes_bit_identical(tmp_path):
     resumed = [a if a != 10**9 else total for a in args]
     for ranks in (2, 4):
         out = tmp_path / f"p{ranks}.npy"
-        assert_ok(run_oclsci(["stencil", *resumed, "--resume", checkpoint, "-o", out],
-                             ranks=ranks))
+        result = assert_ok(run_oclsci(["stencil", *[a for a in resumed if a != "-q"],
+                                       "--resume", checkpoint, "-o", out], ranks=ranks,
+                                      extra_env=env))
         assert np.array_equal(np.load(out), want), f"resumed on P={ranks} differs"
+        assert ("sub-slabs of" in result.stdout) == (env == OVERLAP and ranks == 2), \
+            result.stdout
 
 
 @pytest.mark.mpi
@@ -229,3 +287,63 @@ def test_both_levels_through_shared_memory_and_mpi(tmp_path):
     assert_ok(run_oclsci(["stencil", *args, "--kernel", "step", "-o", out], ranks=3,
                          extra_env={"OCLSCI_MPI_NODE_RANKS": "2"}))
     assert np.array_equal(np.load(out), stencil_numpy(problem))
+
+
+# Case, kernel and its parameters, ranks, OCLSCI_MPI_NODE_RANKS, steps between exchanges
+# (stale u.prev ghost layers would reach owned ones from 3 on), grid (None: the case's),
+# resumed on.
+OVERLAPPED = [
+    ("2d-r1-field", ("tiled", "max_steps=2"), 2, "1", 2, None, None),
+    ("2d-r2-prev-field", ("step",), 2, "", 3, (25, 13), None),
+    ("3d-r1-field", ("step",), 3, "1", 1, None, 2),
+    ("3d-r2-prev", ("stream",), 2, "", 3, (25, 5, 6), None),
+    ("2d-r1-field", ("auto",), 4, "", 1, None, 3),
+]
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpi_present")
+@pytest.mark.parametrize("name,kernel,ranks,node_ranks,every,shape,resumed_on", OVERLAPPED,
+                         ids=[f"{c}-{k[0]}-p{p}-node{n or 'all'}" for c, k, p, n, *_
+                              in OVERLAPPED])
+def test_overlapped_exchange_bit_identical(tmp_path, name, kernel, ranks, node_ranks, every,
+                                           shape, resumed_on):
+    """``OCLSCI_MPI_OVERLAP=1``: strips and interiors, the exchange behind the interior's
+    steps, both levels with u.prev, every row through MPI or through shared memory; the
+    result equals NumPy's. Resumed from the last checkpoint on another number of ranks
+    (through more steps), it still does."""
+    args, problem = save_case(tmp_path, name, STEPS, shape=shape)
+    args = [a for a in args if a != "-q"] + ["--kernel", kernel[0]]
+    args += [word for p in kernel[1:] for word in ("--kernel-param", p)]
+    env = {**OVERLAP, "OCLSCI_MPI_EXCHANGE_EVERY": str(every),
+           "OCLSCI_MPI_NODE_RANKS": node_ranks}
+    checkpoint = tmp_path / "run.npz"
+    out = tmp_path / f"p{ranks}.npy"
+    result = assert_ok(run_oclsci(["stencil", *args, "-o", out, "--checkpoint", checkpoint,
+                                   "--checkpoint-every", 7], ranks=ranks, extra_env=env))
+    assert np.array_equal(np.load(out), stencil_numpy(problem)), result.stdout
+    assert re.search(r"sub-slabs of [\d+]+ (rows|planes), exchanges overlapped with the "
+                     r"interior's steps, rows through (MPI|shared memory) on rank 0\)",
+                     result.stdout), result.stdout
+    assert re.search(r"a device waited [\d.]+ s for them after its own", result.stdout)
+    if resumed_on:
+        total = STEPS + 6
+        resumed = [a if a != STEPS else total for a in args]
+        out = tmp_path / f"resumed-p{resumed_on}.npy"
+        assert_ok(run_oclsci(["stencil", *resumed, "--resume", checkpoint, "-o", out],
+                             ranks=resumed_on, extra_env=env))
+        want = stencil_numpy(dataclasses.replace(problem, steps=total))
+        assert np.array_equal(np.load(out), want), f"resumed on P={resumed_on} differs"
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpi_present")
+def test_overlap_wanted_but_slabs_too_thin(tmp_path):
+    """Slabs too thin for strips and an interior: whole slabs, and the summary says why."""
+    args, problem = save_case(tmp_path, "3d-r1-field", STEPS)
+    out = tmp_path / "p4.npy"
+    result = assert_ok(run_oclsci(["stencil", *[a for a in args if a != "-q"], "-o", out],
+                                  ranks=4, extra_env={"OCLSCI_MPI_OVERLAP": "1"}))
+    assert np.array_equal(np.load(out), stencil_numpy(problem))
+    assert "whole slabs, too thin to overlap the exchange (strips of 8 planes" in \
+        result.stdout, result.stdout
