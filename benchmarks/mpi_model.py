@@ -13,10 +13,18 @@ rank); R: the rate of `--kernel auto` on a grid of the interior's shape, one GPU
 a strip costs per column and step (its launches, ghost rows and copies), fitted on the
 4-GPU weak run, the only fitted constant; t_x: one exchange (device-to-host copy, the
 transfer, host-to-device copies into both buffers), hidden behind the interior's S steps.
-Measured inputs: docs/bench/h200x4-node-exchange-2026-11-27.md.
+Measured inputs: docs/bench/h200x4-node-exchange-2026-11-27.md. The model is
+oclsci.mpi.plan's (the one `oclsci jacobi` chooses its plan with, from measured constants);
+here with the H200 host's figures and the fitted strip cost.
 """
 
 from __future__ import annotations
+
+import dataclasses
+import math
+
+from oclsci.mpi import plan
+from oclsci.mpi.plan import Constants, Run
 
 # G cell updates/s of `--kernel auto` per interior shape (m, n), one H200 (slab_rates.py),
 # measured at that shape or the nearest one run: 4079 rows for 4062 and 8159 for 8158,
@@ -30,20 +38,30 @@ S = 16
 # The 4-GPU weak run (65536 x 16384, 20000 steps): 166.033 us per step on a middle rank.
 WEAK_4 = 166.033
 C = (WEAK_4 - 16350 * 16384 / RATE[(16350, 16384)] / 1e3) / (2 * 16384)  # us / column / step
+# The host's constants (page-locked copies at 24 GB/s; the network's 12 GB/s and 5 us are
+# the cluster's assumption) with the fitted strip cost; node-local hand-overs cost nothing
+# in this model (zero on one node with shared memory).
+H200 = Constants(launch_us=0.0, d2h_bytes_per_s=24e9, h2d_bytes_per_s=24e9,
+                 node_bytes_per_s=math.inf, node_latency_us=0.0, network_bytes_per_s=12e9,
+                 network_latency_us=5.0, ranks_per_node=4, strip_ns_per_column=C * 1e3)
 
 
 def exchange_us(n: int, bytes_per_s: float, latency_us: float) -> float:
     """One exchange of S + 1 float32 rows of n columns with one neighbour: device to host
     (page-locked, 24 GB/s on that host), the transfer, host to device into both buffers."""
-    nbytes = (S + 1) * n * 4
-    return nbytes / 24e3 + latency_us + nbytes / bytes_per_s * 1e6 + 2 * nbytes / 24e3
+    constants = dataclasses.replace(H200, network_bytes_per_s=bytes_per_s,
+                                    network_latency_us=latency_us)
+    run = Run(rows=n, columns=n, strips=1, row_bytes=4 * n, rate=1.0, remote=True)
+    return plan.exchange_us(constants, run, S)
 
 
 def step_us(m_interior: int, n: int, strips: int, t_x: float = 0.0,
             rate: float | None = None) -> float:
-    """Time per step of the slowest rank (microseconds)."""
-    compute = m_interior * n / (rate or RATE[(m_interior, n)]) / 1e3
-    return compute + strips * C * n + max(0.0, t_x - S * compute) / S
+    """Time per step of the slowest rank (microseconds): oclsci.mpi.plan's model of an
+    overlapped run, the interior of ``m_interior`` rows at ``rate`` (G cells/s)."""
+    run = Run(rows=m_interior + strips * (S + 1), columns=n, strips=strips, row_bytes=4 * n,
+              rate=(rate or RATE[(m_interior, n)]) * 1e9)
+    return plan.step_us(H200, run, S, True, t_x)
 
 
 def main() -> None:
@@ -77,7 +95,7 @@ def main() -> None:
         b = n // 8
         m_i = b - 2 * (S + 1)
         t_x = exchange_us(b, 12e9, 5.0)
-        t = step_us(m_i, b, 0, t_x) + 4 * C * b
+        t = step_us(m_i, b, 4, t_x)
         print(f"  {n}^2: {t:.1f} ({one[n] / (64 * t) * 100:.0f}%)")
 
 

@@ -11,6 +11,7 @@ its driver, oclsci's version, the dtype and the grid's size class (and a stencil
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -77,13 +78,21 @@ def check_kernels(names: tuple[str, ...], known: tuple[str, ...], what: str) -> 
                    f"{' and '.join(kernels.tuned_by_default(is_cpu=False))} on GPUs, "
                    f"{' and '.join(kernels.tuned_by_default(is_cpu=True))} on CPUs; for a "
                    "stencil: step, tiled and stream on GPUs, step on CPUs).")
+@click.option("--mpi", "mpi", is_flag=True,
+              help="Under mpiexec: measure the constants of the MPI exchange plan (launch "
+                   "cost, copy rates, hand-over rates between ranks) and cache them; "
+                   "`oclsci jacobi` then chooses its exchange period and overlap from them "
+                   "(docs/mpi.md).")
 @click.option("--no-save", is_flag=True, help="Search and print, but leave the cache alone.")
 @click.option("--json", "as_json", is_flag=True, help="Print the trials as JSON.")
 @quiet_option
-def tune_command(device, expression, param_pairs, size, dtype, budget, kernels, no_save,
+def tune_command(device, expression, param_pairs, size, dtype, budget, kernels, mpi, no_save,
                  as_json, quiet):
     """Time candidate kernel configurations on a device, Jacobi's or (--stencil) a
-    stencil's; cache the fastest exact one."""
+    stencil's; cache the fastest exact one. With --mpi: the MPI exchange plan's constants."""
+    if mpi:
+        tune_mpi(device, no_save, as_json, quiet)
+        return
     if not (budget > 0 and math.isfinite(budget)):
         raise InputError(f"--budget must be a positive number of seconds, got {budget}")
     shape = parse_size(size) if size is not None else None
@@ -140,3 +149,25 @@ def tune_command(device, expression, param_pairs, size, dtype, budget, kernels, 
             click.echo(f"  ({len(wrong)} configuration(s) gave wrong results and were dropped)")
         click.echo(f"best: {best.config.describe()}"
                    + (f"; saved to {path}" if path else " (not saved)"))
+
+
+def tune_mpi(device: str | None, no_save: bool, as_json: bool, quiet: bool) -> None:
+    """``oclsci tune --mpi``: measure and cache the exchange plan's constants (rank 0 prints)."""
+    from oclsci.mpi.constants import describe, tune_constants
+
+    if not no_save:
+        check_writable()
+    notify = None if (quiet or as_json) else (lambda message: click.echo(message, err=True))
+    result = tune_constants(device, save=not no_save, notify=notify)
+    if result is None:
+        return
+    constants, key, path = result
+    if as_json:
+        click.echo(json.dumps({"key": key, "cache": str(path) if path else None,
+                               "constants": dataclasses.asdict(constants)}, indent=1))
+        return
+    if not quiet:
+        for line in describe(constants):
+            click.echo(line)
+        click.echo(f"MPI constants for {key}" + (f"; saved to {path}" if path
+                                                  else " (not saved)"))

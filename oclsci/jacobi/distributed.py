@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -20,9 +21,15 @@ from oclsci.jacobi.job import Problem, Start, stop_error
 from oclsci.jacobi.overlap import OverlappedJacobi
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
+from oclsci.kernelspec.registry import cache_disabled, cache_key, load_cache
+from oclsci.mpi.constants import run_constants
 from oclsci.mpi.overlap import OverlappedSlab, agreed_overlap, sub_slabs
+from oclsci.mpi.plan import Run, choose_plan
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
+
+# Launches of the short run that measures a kernel's rate when the tuning cache has none.
+RATE_LAUNCHES = 3
 
 # --------------------------------------------------------------------------------------------
 # A distributed Jacobi solve
@@ -82,9 +89,20 @@ class DistributedJacobi:
         self.compute = compute
         self.m, self.n = (int(v) for v in shape)
         self.dtype = np.dtype(dtype)
-        # One choice for all ranks (the summary's collectives depend on it): overlap only if
-        # every rank wants it.
-        overlap = agreed_overlap(world, compute)
+        # A plan from the measured constants (oclsci tune --mpi) unless a variable or
+        # ``exchange_every`` says otherwise; else the fixed rules.
+        constants = run_constants(world, compute) if exchange_every is None else None
+        measured = world.bcast(world.agree(
+            lambda: self._measured_plan(constants, kernel, config, strip_config)
+            if world.is_root and constants is not None else None))
+        self.plan = measured[0] if measured else None
+        if measured:
+            _, config, strip_config = measured
+            exchange_every, overlap = self.plan.period, self.plan.overlapped
+        else:
+            # One choice for all ranks (the summary's collectives depend on it): overlap
+            # only if every rank wants it.
+            overlap = agreed_overlap(world, compute)
         if config is None:
             config, chosen_strips = world.bcast(world.agree(
                 lambda: self._choose(kernel, overlap, exchange_every) if world.is_root
@@ -140,6 +158,33 @@ class DistributedJacobi:
             return config, None
         return interior, (None if strips == interior else strips)
 
+    def _measured_plan(self, constants: Any, kernel: str, config: Any,
+                       strip_config: Any) -> tuple | None:
+        """Rank 0's plan from measured ``constants`` (oclsci.mpi.plan) and its configurations,
+        (plan, config, strip_config); None when the slabs hold no plan that the kernels'
+        steps per launch allow."""
+        parts = self.world.size
+        rows, strips = -(-self.m // parts), (2 if parts > 2 else 1)
+        interior, strip = ((config, strip_config or config) if config is not None else
+                           self._choose(kernel, True, None))
+        strip = strip or interior
+        guess = exchange_period(math.lcm(interior.steps_per_launch, strip.steps_per_launch))
+        rate = kernel_rate(self.compute, interior, self.dtype,
+                           (max(1, rows - strips * (guess + 1)), self.n))
+        run = Run(rows, self.n, strips, (self.n + 2) * self.dtype.itemsize, rate,
+                  steps_per_launch=interior.steps_per_launch,
+                  strip_steps_per_launch=strip.steps_per_launch,
+                  remote=parts > constants.ranks_per_node)
+        plan = choose_plan(constants, run)
+        if plan is None:
+            return None
+        if config is None:  # the configurations for the plan's shapes
+            config, strip_config = self._choose(kernel, plan.overlapped, plan.period)
+        steps = math.lcm(config.steps_per_launch, (strip_config or config).steps_per_launch)
+        fits = plan.period % steps == 0 and (not plan.overlapped or sub_slabs(
+            Decomposition.build(self.m, self.n, parts, plan.period)) is not None)
+        return (plan, config, strip_config) if fits else None
+
     @property
     def overlapped(self) -> bool:
         """True when the exchange runs behind the interior's steps (sub-slabs, on every
@@ -181,7 +226,26 @@ class DistributedJacobi:
             overlap = f" ({transport.describe()} on rank 0)" if transport else ""
         return (f"{self.world.size} ranks, 1-D slabs of {rows} rows{overlap}, "
                 f"{self.decomposition.halo} ghost rows per side, exchange every {self.period} "
-                "steps")
+                f"steps; plan: {self.plan.describe() if self.plan else 'fixed rules'}")
+
+
+def kernel_rate(compute: Any, config: Any, dtype: Any, shape: tuple[int, int]) -> float:
+    """Cells per second of ``config`` on a grid of ``shape``: the tuning cache's timing of its
+    kernel for that size class, else a short run of a fixed number of launches."""
+    entry = load_cache().get(cache_key(compute, dtype, shape)) if not cache_disabled() else None
+    try:
+        timed = entry["kernels"][config.name]
+        return math.prod(entry["shape"]) / (float(timed["us_per_step"]) * 1e-6)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        pass
+    solver = JacobiSolver(compute, np.zeros(shape, dtype), dtype=dtype, config=config)
+    steps = RATE_LAUNCHES * solver.steps_per_launch
+    solver.advance(solver.steps_per_launch)  # warm-up
+    compute.queue.finish()
+    start = time.perf_counter()
+    solver.advance(steps)
+    compute.queue.finish()
+    return math.prod(shape) * steps / max(time.perf_counter() - start, 1e-9)
 
 
 # --------------------------------------------------------------------------------------------

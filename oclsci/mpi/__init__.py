@@ -14,7 +14,9 @@ abort), :mod:`.slabs` (1-D slabs of rows with ghost rows, :class:`SlabHalo`; see
 :mod:`.transport` (halo rows through shared memory on a node, MPI between nodes),
 :mod:`.overlap` (a slab cut into strips and an interior, the exchange behind the interior's
 steps; a workload's adapter makes the sub-slabs' solvers),
-:mod:`.bands` (bands of independent rows dealt out and gathered). Nothing here prints or
+:mod:`.bands` (bands of independent rows dealt out and gathered), :mod:`.plan` (the model of
+a run's time per step; the exchange plan it chooses), :mod:`.constants` (the model's constants,
+measured by ``oclsci tune --mpi`` and kept in the tuning cache). Nothing here prints or
 imports the command line or a workload.
 """
 
@@ -31,6 +33,7 @@ _LAZY = {
                      "exchange_period", "split_rows"), "oclsci.mpi.slabs"),
     **dict.fromkeys(("OverlappedSlab", "Pieces", "agreed_overlap", "sub_slabs",
                      "wants_overlap"), "oclsci.mpi.overlap"),
+    **dict.fromkeys(("Constants", "Plan", "Run", "choose_plan"), "oclsci.mpi.plan"),
     **dict.fromkeys(("RowTransport", "node_comm", "node_ranks_setting"), "oclsci.mpi.transport"),
     **dict.fromkeys(("MAX_MESSAGE_BYTES", "PRESENCE_VARIABLES", "SIZE_VARIABLES", "TAG_GATHER",
                      "TAG_HALO", "TAG_SCATTER", "RankError", "World", "exit_code_of",
