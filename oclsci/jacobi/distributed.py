@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -241,11 +240,9 @@ def kernel_rate(compute: Any, config: Any, dtype: Any, shape: tuple[int, int]) -
     solver = JacobiSolver(compute, np.zeros(shape, dtype), dtype=dtype, config=config)
     steps = RATE_LAUNCHES * solver.steps_per_launch
     solver.advance(solver.steps_per_launch)  # warm-up
-    compute.queue.finish()
-    start = time.perf_counter()
+    watch = compute.stopwatch()
     solver.advance(steps)
-    compute.queue.finish()
-    return math.prod(shape) * steps / max(time.perf_counter() - start, 1e-9)
+    return math.prod(shape) * steps / max(watch.stop(), 1e-9)
 
 
 # --------------------------------------------------------------------------------------------
