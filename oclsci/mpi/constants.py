@@ -163,6 +163,8 @@ def handover(world: World, compute: Any, partner: int | None,
         once()
         world.comm.Barrier()
         times.append(_median_seconds(once))
+        if window:
+            transport.close()
     return _fit(PROBE_BYTES, times) if usable else None
 
 

@@ -176,6 +176,15 @@ class RowTransport:
         self.world.MPI.Request.Waitall(self._sending)
         self._sending = []
 
+    def close(self) -> None:
+        """Free the shared window (collective over the node's ranks; the rows and buffers
+        over it must no longer be used)."""
+        self.complete()
+        self._pinned.clear()
+        self._parts.clear()
+        self.sends, self.receives = [], []
+        self._window.Free()
+
     def describe(self) -> str:
         """How this rank's rows travel, for summaries."""
         local = any(local for _, local, _ in self.sends + self.receives)
