@@ -12,10 +12,13 @@
     update        the update as one C expression (oclsci.stencil.codegen): every operation
                   parenthesised in the NumPy reference's order; reads as u_old[at +/- ...]
     stencil_text  the stencil as the user wrote it (for the reader of the source)
+    gpu_groups    whether the global size is rounded up to GPU work-groups: then work-items
+                  beyond the grid return at once; else the global size is the grid's and no
+                  work-item checks (a CPU compiler vectorises along the contiguous axis only
+                  without the check, and with size_t indices: PoCL's did neither otherwise)
   Layout: every buffer is the padded grid, row-major, rows of row_stride elements (3-D: planes
   of (n + 2 radius) rows); `at` is the cell's index there, rs and ps the strides.
-  Global size (n, m) in 2-D, (p, n, m) in 3-D (the contiguous axis first), rounded up to the
-  work-group; work-items beyond the grid return at once.
+  Global size (n, m) in 2-D, (p, n, m) in 3-D (the contiguous axis first).
   Contraction into FMA is off, so each operation is one IEEE operation as in NumPy.
 </%doc>
 <% R = radius %>
@@ -35,17 +38,25 @@ __kernel void stencil_step(__global real_t *restrict u_new,
 % if dims == 2:
                            int m, int n, int row_stride)
 {
+% if gpu_groups:
     const int j = (int)get_global_id(0), i = (int)get_global_id(1);
     if (i >= m || j >= n)
         return;
+% else:
+    const size_t j = get_global_id(0), i = get_global_id(1);
+% endif
     const size_t rs = (size_t)row_stride;
     const size_t at = (size_t)(i + ${R}) * rs + (size_t)(j + ${R});
 % else:
                            int m, int n, int p, int row_stride)
 {
+% if gpu_groups:
     const int k = (int)get_global_id(0), j = (int)get_global_id(1), i = (int)get_global_id(2);
     if (i >= m || j >= n || k >= p)
         return;
+% else:
+    const size_t k = get_global_id(0), j = get_global_id(1), i = get_global_id(2);
+% endif
     const size_t rs = (size_t)row_stride, ps = (size_t)(n + ${2 * R}) * rs;
     const size_t at = (size_t)(i + ${R}) * ps + (size_t)(j + ${R}) * rs + (size_t)(k + ${R});
 % endif

@@ -94,6 +94,31 @@ def test_radius_4_and_radius_0(compute):
         _check(compute, constant, u0, {}, 5, kernel=kernel, kernel_params=params)
 
 
+@pytest.mark.parametrize("groups", [{"gpu_groups": 1}, {"cpu_groups": 1}, {}],
+                         ids=["gpu-groups", "cpu-groups", "runtime"])
+def test_step_work_groups_equal_numpy(compute, groups):
+    """``step``'s work-groups: GPU ones over a rounded-up grid (work-items beyond it return),
+    CPU rows over the grid exactly (rows with and without a divisor to take), the runtime's."""
+    for case, shape in (("jacobi-5-point-rhs", (29, 47)), ("jacobi-5-point-rhs", (6, 7)),
+                        ("heat-3d-7-point", (11, 6, 32)), ("wave-3d-prev", (5, 8, 7))):
+        stencil, names, _ = CASES[case]
+        u0, fields = _inputs(shape, names, np.float32)
+        _check(compute, stencil, u0, fields, STEPS, kernel="step", kernel_params=groups)
+
+
+def test_step_cpu_work_groups():
+    """Rows of up to 256 cells that divide the row, 2 rows (2 x 2) where they divide; the
+    runtime's below 16 cells; GPU and CPU groups at once refused."""
+    step = KERNELS["step"]
+    cpu = step.resolve({"cpu_groups": 1})
+    assert step.launch(cpu, Geometry((2048, 2048), 1)) == ((2048, 2048), (256, 2))
+    assert step.launch(cpu, Geometry((256, 256, 256), 1)) == ((256,) * 3, (256, 2, 2))
+    assert step.launch(cpu, Geometry((7, 9, 1000), 1)) == ((1000, 9, 7), (250, 1, 1))
+    assert step.launch(cpu, Geometry((8, 1021), 1)) == ((1021, 8), None)
+    both = step.resolve({"cpu_groups": 1, "gpu_groups": 1})
+    assert "exclude each other" in step.problem(both, Geometry((64, 64), 1), CPU)
+
+
 CPU = {"is_cpu": True, "cus": 2, "max_wg": 4096, "local_mem": 1 << 20}
 GPU = {"is_cpu": False, "cus": 132, "max_wg": 1024, "local_mem": 48 * 1024}
 

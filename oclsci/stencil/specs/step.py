@@ -8,23 +8,47 @@ from collections.abc import Mapping
 from oclsci.kernelspec import BOTH, Launch, Param, round_up
 from oclsci.stencil.specs import Geometry, StencilKernelSpec
 
-# Work-group shapes on GPUs (contiguous axis first); CPUs let the runtime choose.
+# Work-group shapes on GPUs (contiguous axis first); the global size is rounded up to them.
 GPU_LOCAL = {2: (64, 4), 3: (32, 4, 2)}
+# On CPUs, work-groups of up to this many cells of a row, the largest that divides the row
+# (at least CPU_ROW_MIN, else the runtime chooses), times 2 rows (2 x 2 in 3-D) where they
+# divide: PoCL's own choice for 256^3 (64 x 8 x 8) took about twice as long per step, Intel's
+# a third longer (benchmarks/stencil_cpu.py).
+CPU_ROW_MOST, CPU_ROW_MIN = 256, 16
+
+
+def cpu_local(geo: Geometry) -> tuple[int, ...] | None:
+    """The CPU work-group for ``geo`` (contiguous axis first), None when the row's length
+    has no divisor from :data:`CPU_ROW_MIN` to :data:`CPU_ROW_MOST`."""
+    sizes = tuple(reversed(geo.shape))
+    row = max(d for d in range(1, min(sizes[0], CPU_ROW_MOST) + 1) if sizes[0] % d == 0)
+    if row < CPU_ROW_MIN:
+        return None
+    return (row, *(2 if size % 2 == 0 else 1 for size in sizes[1:]))
 
 
 def launch(p: Mapping, geo: Geometry) -> Launch:
-    """Every cell, the contiguous axis first; whole work-groups of :data:`GPU_LOCAL` when
-    ``p["gpu_groups"]`` (GPUs), else the runtime's choice."""
+    """Every cell, the contiguous axis first: whole work-groups of :data:`GPU_LOCAL` when
+    ``p["gpu_groups"]`` (GPUs), the grid exactly in work-groups of :func:`cpu_local` when
+    ``p["cpu_groups"]`` (CPUs), else the grid exactly in the runtime's work-groups."""
     sizes = tuple(reversed(geo.shape))
-    if not p.get("gpu_groups"):
-        return sizes, None
-    local = GPU_LOCAL[geo.dims]
-    return tuple(round_up(s, g) for s, g in zip(sizes, local, strict=True)), local
+    if p.get("gpu_groups"):
+        local = GPU_LOCAL[geo.dims]
+        return tuple(round_up(s, g) for s, g in zip(sizes, local, strict=True)), local
+    return sizes, cpu_local(geo) if p.get("cpu_groups") else None
 
 
 def defaults(facts: Mapping, geo: Geometry) -> list[dict]:
-    """Work-groups of :data:`GPU_LOCAL` on GPUs, the runtime's on CPUs; then the runtime's."""
-    return ([] if facts["is_cpu"] else [{"gpu_groups": 1}]) + [{"gpu_groups": 0}]
+    """Work-groups of :data:`GPU_LOCAL` on GPUs, of :func:`cpu_local` on CPUs; then the
+    runtime's."""
+    return [{"cpu_groups": 1} if facts["is_cpu"] else {"gpu_groups": 1}, {}]
+
+
+def check(p: Mapping, geo: Geometry) -> str | None:
+    """Refuse GPU and CPU work-groups at once."""
+    if p["gpu_groups"] and p["cpu_groups"]:
+        return "gpu_groups and cpu_groups exclude each other"
+    return None
 
 
 def cost(p: Mapping, geo: Geometry, facts: Mapping) -> float:
@@ -38,6 +62,7 @@ def cost(p: Mapping, geo: Geometry, facts: Mapping) -> float:
 SPEC = StencilKernelSpec(
     name="step", template="stencil/step",
     summary="one step per launch from global memory, any device",
-    params=(Param("gpu_groups", default=0, low=0, high=1, template=False),),
-    launch=launch, defaults=defaults, cost=cost, suits=BOTH,
+    params=(Param("gpu_groups", default=0, low=0, high=1),
+            Param("cpu_groups", default=0, low=0, high=1, template=False)),
+    launch=launch, defaults=defaults, check=check, cost=cost, suits=BOTH,
 )
