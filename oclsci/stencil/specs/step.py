@@ -12,8 +12,8 @@ from oclsci.stencil.specs import Geometry, StencilKernelSpec
 GPU_LOCAL = {2: (64, 4), 3: (32, 4, 2)}
 # On CPUs, work-groups of up to this many cells of a row, the largest that divides the row
 # (at least CPU_ROW_MIN, else the runtime chooses), times 2 rows (2 x 2 in 3-D) where they
-# divide: PoCL's own choice for 256^3 (64 x 8 x 8) took about twice as long per step, Intel's
-# a third longer (benchmarks/stencil_cpu.py).
+# divide: with PoCL's own choice for 256^3 (64 x 8 x 8) a step took about twice the CPU time,
+# with Intel's about 1.3 times (docs/bench/cpu-stencil-devito-2026-11-27.md).
 CPU_ROW_MOST, CPU_ROW_MIN = 256, 16
 
 
