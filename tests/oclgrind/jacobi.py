@@ -13,8 +13,8 @@ from oclsci.jacobi.corners import case_work, config_label, kernel_configs
 OCLGRIND_LOCAL_MEM = 64 * 1024  # see CHECK_ENVIRONMENT
 OCLGRIND_MAX_WORK_GROUP = 1024
 
-# Simulated work allowed per configuration (see simulated_work): about 5 s of CPU.
-WORK_PER_CONFIG = 250_000
+# Simulated work allowed per configuration (see simulated_work): about 3 s of CPU.
+WORK_PER_CONFIG = 150_000
 
 
 def jacobi_corner_cases() -> dict[str, list[tuple[dict, Any]]]:
