@@ -114,17 +114,17 @@ class Registry:
             if kernel is not None and config.name != kernel:
                 raise InputError(f"entry for kernel {kernel!r} holds {config.name!r}")
         except (InputError, TypeError, ValueError, OverflowError) as error:
-            _warn(f"ignoring a malformed entry of the tuning cache {cache_path()} ({error})")
+            warn_once(f"ignoring a malformed entry of the tuning cache {cache_path()} ({error})")
             return None
         if not config.fits(compute, dtype):
-            _warn(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: it "
+            warn_once(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: it "
                   f"does not fit device {compute.name}")
             return None
         layout = config.scratch_layout(*shape)
         if layout is not None:
             nbytes = 2 * layout["scratch_elements"] * np.dtype(dtype).itemsize
             if nbytes // 2 > compute.facts.max_alloc_bytes:
-                _warn(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: "
+                warn_once(f"ignoring tuned {config.describe()} of the tuning cache {cache_path()}: "
                       f"its scratch of {nbytes / 2**30:.2f} GiB does not fit device "
                       f"{compute.name}")
                 return None
@@ -165,17 +165,23 @@ def cached_entry(key: str, kernel: str | None = None) -> Any:
     return kernels.get(kernel) if isinstance(kernels, dict) else None
 
 
-def cache_key(compute: Any, dtype: Any, shape: tuple[int, ...]) -> str:
-    """The cache key: device, driver, oclsci version, dtype and size class."""
+def device_key(compute: Any) -> str:
+    """What every cache key begins with: device, driver and oclsci version."""
     from oclsci import __version__
 
     device = compute.device
     return " | ".join([device.name.strip(), f"driver {device.driver_version.strip()}",
-                       f"oclsci {__version__}", np.dtype(dtype).name,
+                       f"oclsci {__version__}"])
+
+
+def cache_key(compute: Any, dtype: Any, shape: tuple[int, ...]) -> str:
+    """The cache key: device, driver, oclsci version, dtype and size class."""
+    return " | ".join([device_key(compute), np.dtype(dtype).name,
                        f"cells~2^{size_class(shape)}"])
 
 
-def _warn(message: str) -> None:
+def warn_once(message: str) -> None:
+    """Warn about the cache (an :class:`OclsciWarning`), each message once per process."""
     if message not in _warned:
         _warned.add(message)
         warnings.warn(message, OclsciWarning, stacklevel=3)
@@ -202,7 +208,7 @@ def load_cache(path: Path | None = None, *, quiet: bool = False) -> dict:
         entries = data["entries"]
     except (OSError, ValueError, RecursionError) as error:
         if not quiet:
-            _warn(f"ignoring the tuning cache {path} ({first_line(error)}); "
+            warn_once(f"ignoring the tuning cache {path} ({first_line(error)}); "
                   "`oclsci tune` rewrites it")
         entries = {}
     _memo[memo_key] = entries

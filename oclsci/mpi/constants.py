@@ -16,14 +16,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-import warnings
 from typing import Any
 
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import InputError, OclsciWarning
-from oclsci.kernelspec.registry import cache_disabled, load_cache, save_entry
+from oclsci.errors import InputError
+from oclsci.kernelspec.registry import (
+    cache_disabled,
+    device_key,
+    load_cache,
+    save_entry,
+    warn_once,
+)
 from oclsci.mpi.plan import Constants
 from oclsci.mpi.transport import RowTransport, node_comm
 from oclsci.mpi.world import World, mpi_world
@@ -37,7 +42,6 @@ PROBE_BYTES = (1 << 18, 1 << 20, 1 << 22)
 LAUNCHES, TIMINGS = 50, 5
 # A rate that the line fit cannot tell from infinite (bytes per second).
 FASTEST = 1e15
-_warned: set[str] = set()
 
 
 def ranks_per_node(world: World) -> int:
@@ -47,11 +51,7 @@ def ranks_per_node(world: World) -> int:
 
 def constants_key(compute: Any, node_ranks: int) -> str:
     """The cache key: device, driver, oclsci version and ranks per node."""
-    from oclsci import __version__
-
-    device = compute.device
-    return " | ".join([device.name.strip(), f"driver {device.driver_version.strip()}",
-                       f"oclsci {__version__}", f"mpi, {node_ranks} ranks per node"])
+    return f"{device_key(compute)} | mpi, {node_ranks} ranks per node"
 
 
 def save_constants(key: str, constants: Constants) -> Any:
@@ -78,11 +78,8 @@ def cached_constants(key: str) -> Constants | None:
                 raise ValueError(f"{name} = {value!r}")
         return constants
     except (KeyError, TypeError, ValueError) as error:
-        message = (f"ignoring the MPI constants {key!r} in the tuning cache ({error}); "
-                   "`oclsci tune --mpi` rewrites them")
-        if message not in _warned:
-            _warned.add(message)
-            warnings.warn(message, OclsciWarning, stacklevel=2)
+        warn_once(f"ignoring the MPI constants {key!r} in the tuning cache ({error}); "
+                  "`oclsci tune --mpi` rewrites them")
         return None
 
 
