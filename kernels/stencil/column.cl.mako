@@ -22,9 +22,13 @@
   u_prev). Cells beyond the grid hold `boundary` at every level; fields are read from
   global memory (zero in the ring of radius cells).
   Star stencils only: every read of u moves along one axis at most (the spec checks).
+  With pack_x, a work-item's cells_x cells of a row are consecutive columns (else local_w
+  apart), and a read along the row within them comes from their rings too.
+  With prefetch, each work-item loads its cells of plane a + 1 at advance a, into registers
+  (the global load's latency then passes while the levels compute plane a's steps).
   Parameters: radius, fields, params, uses_prev, update (through the macros U(i, j, k),
   UPREV, F_<name>(i, j, k): oclsci.stencil.codegen.blocked_params), stencil_text, local_w,
-  local_h, cells_x, cells_y, max_steps.
+  local_h, cells_x, cells_y, max_steps, pack_x, prefetch.
   Layout as the step kernel's (padded by radius, rows of row_stride elements).
   Global size (ceil(p / tile_x) * local_w, ceil(n / tile_y) * local_h, ceil(m / seg));
   local size (local_w, local_h, 1).
@@ -48,14 +52,17 @@
 #define SY ${SY}
 // Level t's plane across the slowest axis, in local memory.
 #define LV(t, y, x) planes[((t) * SY + (y)) * SX + (x)]
-// The update's reads of level TM1 for the cell CY_ of the work-item's column RINGS (rings of
-// its cells_y rows), at (XC, YC) of the plane, index AT in memory (each block defines these
+// The update's reads of level TM1 for the cell (CY_, CX_) of the work-item's rings RINGS
+// (cells_x by cells_y), at (XC, YC) of the plane, index AT in memory (each block defines these
 // for its level and cell). A read along the planes, or of the cell itself, comes from the
-// cell's ring; one along the rows to another of the work-item's cells from that cell's
-// ring; any other from local memory.
+// cell's ring; one across the rows to another of the work-item's cells (or, with pack_x,
+// along the row) from that cell's ring; any other from local memory.
 #define ROW(dj) ((CY_ + (dj)) < 0 ? 0 : (CY_ + (dj)) > ${CY - 1} ? ${CY - 1} : CY_ + (dj))
-#define U(di, dj, dk) ((di) != 0 || ((dj) == 0 && (dk) == 0) ? RINGS[CY_][${R} + (di)] \
-    : (dk) == 0 && CY_ + (dj) >= 0 && CY_ + (dj) < ${CY} ? RINGS[ROW(dj)][${R}] \
+#define COL(dk) ((CX_ + (dk)) < 0 ? 0 : (CX_ + (dk)) > ${CX - 1} ? ${CX - 1} : CX_ + (dk))
+#define U(di, dj, dk) ((di) != 0 || ((dj) == 0 && (dk) == 0) ? RINGS[CX_][CY_][${R} + (di)] \
+    : (dk) == 0 && CY_ + (dj) >= 0 && CY_ + (dj) < ${CY} ? RINGS[CX_][ROW(dj)][${R}] \
+    : ${1 if pack_x else 0} && (dj) == 0 && CX_ + (dk) >= 0 && CX_ + (dk) < ${CX} \
+      ? RINGS[COL(dk)][CY_][${R}] \
     : LV(TM1, YC + (dj), XC + (dk)))
 % for name in fields:
 #define F_${name}(di, dj, dk) f_${name}[AT + (di) * ps + (dj) * rs + (dk)]
@@ -65,21 +72,23 @@
 #undef TM1
 #undef RINGS
 #undef CY_
+#undef CX_
 #undef XC
 #undef YC
 #undef AT
 #define TM1 ${t - 1}
-#define RINGS r${t - 1}_${c[1]}
+#define RINGS r${t - 1}
 #define CY_ ${c[0]}
+#define CX_ ${c[1]}
 #define XC xc_${c[0]}_${c[1]}
 #define YC yc_${c[0]}_${c[1]}
 #define AT ((long)(pt + ${R}) * ps + off_${c[0]}_${c[1]})
 </%def>
 <%def name="push(t, c, value)">\
 % for j in range(W - 1):
-                r${t}_${c[1]}[${c[0]}][${j}] = r${t}_${c[1]}[${c[0]}][${j + 1}];
+                r${t}[${c[1]}][${c[0]}][${j}] = r${t}[${c[1]}][${c[0]}][${j + 1}];
 % endfor
-                r${t}_${c[1]}[${c[0]}][${W - 1}] = ${value};
+                r${t}[${c[1]}][${c[0]}][${W - 1}] = ${value};
 </%def>
 // Stencil: ${stencil_text}
 __kernel __attribute__((reqd_work_group_size(${LW}, ${LH}, 1)))
@@ -103,30 +112,43 @@ void stencil_column(__global real_t *restrict u_new, __global const real_t *rest
     const int z1 = min(z0 + seg, m);
     const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
 % for cy, cx in cells:
-    const int xc_${cy}_${cx} = lx + ${LW * cx}, yc_${cy}_${cx} = ly * ${CY} + ${cy};
+    const int xc_${cy}_${cx} = ${f"lx * {CX} + {cx}" if pack_x else f"lx + {LW * cx}"}, yc_${cy}_${cx} = ly * ${CY} + ${cy};
     const int gx_${cy}_${cx} = gx0 + xc_${cy}_${cx}, gy_${cy}_${cx} = gy0 + yc_${cy}_${cx};
     const bool in_${cy}_${cx} = gx_${cy}_${cx} >= 0 && gx_${cy}_${cx} < p && gy_${cy}_${cx} >= 0 && gy_${cy}_${cx} < n;
     const bool tile_${cy}_${cx} = in_${cy}_${cx} && ${region(K, (cy, cx))};
     const long off_${cy}_${cx} = (long)(gy_${cy}_${cx} + ${R}) * rs + (gx_${cy}_${cx} + ${R});
 % endfor
 % for t in range(K):
+    real_t r${t}[${CX}][${CY}][${W}];
 % for cx in range(CX):
-    real_t r${t}_${cx}[${CY}][${W}];
 % for cy in range(CY):
 % for j in range(W):
-    r${t}_${cx}[${cy}][${j}] = boundary;
+    r${t}[${cx}][${cy}][${j}] = boundary;
 % endfor
 % endfor
 % endfor
 % endfor
 
+<%def name="load(c, plane)">\
+(in_${c[0]}_${c[1]} && ${plane} >= 0 && ${plane} < m) ? u_old[(long)(${plane} + ${R}) * ps + off_${c[0]}_${c[1]}] : boundary\
+</%def>
+% if prefetch:
+% for c in cells:
+    real_t ahead_${c[0]}_${c[1]} = ${load(c, f"(z0 - {H})")};
+% endfor
+% endif
     for (int a = z0 - ${H}; a < z1 + ${H}; ++a) {
-        {  // level 0: plane a from global memory
-            const bool plane_in = a >= 0 && a < m;
+        {  // level 0: plane a from global memory (with prefetch: loaded at the last advance)
 % for c in cells:
 <% cy, cx = c %>\
-${push(0, c, f"(in_{cy}_{cx} && plane_in) ? u_old[(long)(a + {R}) * ps + off_{cy}_{cx}] : boundary")}\
-            LV(0, yc_${cy}_${cx}, xc_${cy}_${cx}) = r0_${cx}[${cy}][${R}];
+% if prefetch:
+            const real_t here_${cy}_${cx} = ahead_${cy}_${cx};
+            ahead_${cy}_${cx} = ${load(c, "(a + 1)")};
+${push(0, c, f"here_{cy}_{cx}")}\
+% else:
+${push(0, c, capture(load, c, "a"))}\
+% endif
+            LV(0, yc_${cy}_${cx}, xc_${cy}_${cx}) = r0[${cx}][${cy}][${R}];
 % endfor
         }
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -143,7 +165,7 @@ ${bind(t, c)}\
                 real_t v = boundary;
                 if (in_${c[0]}_${c[1]} && level_in && ${region(t, c)}) {
 % if uses_prev:
-                    const real_t prev_here = ${"u_prev[AT]" if t == 1 else f"r{t - 2}_{c[1]}[{c[0]}][0]"};
+                    const real_t prev_here = ${"u_prev[AT]" if t == 1 else f"r{t - 2}[{c[1]}][{c[0]}][0]"};
 % endif
                     v = ${update};
                 }
@@ -152,18 +174,18 @@ ${push(t, c, "v")}\
 % else:
             if (tile_${c[0]}_${c[1]} && pt >= z0 && pt < z1) {
 % if uses_prev:
-                const real_t prev_here = ${"u_prev[AT]" if t == 1 else f"r{t - 2}_{c[1]}[{c[0]}][0]"};
+                const real_t prev_here = ${"u_prev[AT]" if t == 1 else f"r{t - 2}[{c[1]}][{c[0]}][0]"};
 % endif
                 u_new[AT] = ${update};
 % if uses_prev:
-                prev_new[AT] = r${K - 1}_${c[1]}[${c[0]}][${R}];
+                prev_new[AT] = r${K - 1}[${c[1]}][${c[0]}][${R}];
 % endif
             }
 % endif
 % endfor
 % if t < K:
 % for cy, cx in cells:
-            LV(${t}, yc_${cy}_${cx}, xc_${cy}_${cx}) = r${t}_${cx}[${cy}][${R}];
+            LV(${t}, yc_${cy}_${cx}, xc_${cy}_${cx}) = r${t}[${cx}][${cy}][${R}];
 % endfor
 % endif
         }

@@ -49,11 +49,12 @@ BLOCKED = (
     ("heat", (7, 11), "streaming", {"cols": 4, "local_w": 4, "max_steps": 2, "seg_h": 3,
                                     "skew": 2, "rows": 2, "prefetch": 2}),
     ("wave7-coeff", (7, 6, 9), "column",
-     {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2, "seg": 3}),
+     {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2, "seg": 3, "prefetch": True}),
     ("r4-3d", (4, 5, 9), "column",
      {"local_w": 16, "local_h": 2, "cells_y": 5, "max_steps": 1, "seg": 3}),
     ("heat7", (5, 4, 11), "column",
-     {"local_w": 4, "local_h": 4, "cells_x": 4, "cells_y": 3, "max_steps": 3, "seg": 2}),
+     {"local_w": 4, "local_h": 4, "cells_x": 4, "cells_y": 3, "max_steps": 3, "seg": 2,
+      "prefetch": True, "pack_x": True}),
 )
 
 

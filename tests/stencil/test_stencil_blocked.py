@@ -60,6 +60,20 @@ def test_blocked_kernels_equal_numpy(compute, kernel, case, dtype):
         _check(compute, stencil, u0, fields, STEPS, kernel=kernel, kernel_params=params)
 
 
+@pytest.mark.parametrize("variant", [{"prefetch": True}, {"pack_x": True},
+                                     {"pack_x": True, "prefetch": True, "cells_x": 2}])
+@pytest.mark.parametrize("case", ["heat-3d-7-point", "wave-3d-prev"])
+def test_column_variants(compute, case, variant):
+    """``column`` loading the next plane ahead (segments of 3 planes: the plane loaded past a
+    segment's end, and past the grid's, is never used) and with a work-item's columns
+    consecutive (reads along the row from the rings): the same bits."""
+    stencil, names, shapes = CASES[case]
+    for shape in shapes:
+        u0, fields = _inputs(shape, names, np.float64)
+        _check(compute, stencil, u0, fields, STEPS, kernel="column",
+               kernel_params={**small_config("column", 3, 1), **variant})
+
+
 @pytest.mark.parametrize("kernel", ["tiled", "stream"])
 @pytest.mark.parametrize("steps", [1, 2, 5])
 def test_one_step_launches_and_short_runs(compute, kernel, steps):

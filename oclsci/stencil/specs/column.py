@@ -26,6 +26,8 @@ PARAMS = (
     Param("local_w", high=1024), Param("local_h", high=1024),
     Param("cells_x", default=1, high=64), Param("cells_y", default=1, high=64),
     Param("max_steps", high=32),
+    Param("pack_x", kind=bool, default=False, test_values=(False, True)),
+    Param("prefetch", kind=bool, default=False, test_values=(False, True)),
     Param("seg", high=1 << 20, template=False),
 )
 KEYS = ("local_w", "local_h", "cells_x", "cells_y")
@@ -89,15 +91,20 @@ def defaults(facts: Mapping, geo: Geometry) -> list[dict]:
 
 def candidates(facts: Mapping, geo: Geometry) -> list[dict]:
     """Spans of 16 to 128 columns and 8 to 128 rows, 1 to 8 steps, segments of 32 to 1024
-    planes; tiles at least a third of their span; work-groups of 64 to 1024 items; rings of
+    planes, the next plane loaded ahead or not, a work-item's columns consecutive or not;
+    tiles at least a third of their span; work-groups of 64 to 1024 items; rings of
     at most :data:`MOST_RING_VALUES` values a work-item."""
     if handles(geo):
         return []
     shapes = itertools.product((16, 32, 64), (4, 8, 16), (1, 2), (1, 2, 4, 8))
     found = []
-    for shape, k, seg in itertools.product(list(shapes), (1, 2, 3, 4, 6, 8),
-                                           (32, 64, 128, 256, 1024)):
-        p = dict(zip(KEYS, shape, strict=True), max_steps=k, seg=min(seg, geo.shape[0]))
+    for shape, k, seg, ahead, pack in itertools.product(
+            list(shapes), (1, 2, 3, 4, 6, 8), (32, 64, 128, 256, 1024), (False, True),
+            (False, True)):
+        if pack and shape[2] == 1:
+            continue
+        p = dict(zip(KEYS, shape, strict=True), max_steps=k, seg=min(seg, geo.shape[0]),
+                 prefetch=ahead, pack_x=pack)
         if not 64 <= p["local_w"] * p["local_h"] <= facts["max_wg"] or check(p, geo):
             continue
         if ring_values(p, geo) > MOST_RING_VALUES or seg > 2 * geo.shape[0]:
