@@ -16,6 +16,9 @@ in PYOPENCL_CTX or named with ``--device``:
    bit against oclsci's ``step`` (and ``step`` against NumPy for two steps). CuPy's rows are
    left out, with a note, where CuPy is missing.
 
+``--variant column:prefetch=true,max_steps=3`` adds a row to the 3-D case: that kernel with
+those parameters (the others at their defaults), timed the same way.
+
 ``--tune SECONDS`` first searches, for each grid, Jacobi's and the stencils' kernels
 (``oclsci tune``) into a temporary tuning cache, so that both sides' ``auto`` run tuned
 configurations; without it ``auto`` means whatever the tuning cache holds (run with
@@ -43,7 +46,7 @@ from oclsci.kernelspec.search import save_report
 from oclsci.runtime.device import create_context
 from oclsci.stencil import Stencil, StencilSolver
 from oclsci.stencil import tuner as stencil_tuner
-from oclsci.stencil.kernels import KERNELS
+from oclsci.stencil.kernels import KERNELS, parse_param_values
 from oclsci.stencil.solver import geometry
 
 warnings.simplefilter("ignore", cl.CompilerWarning)
@@ -140,6 +143,13 @@ def tune_all(compute, jacobi: Stencil, heat: Stencil, rhs_shape, heat_shape, sec
         save_report(stencil_tuner.tune(compute, stencil, shape, np.float32, budget=seconds))
 
 
+def parse_variant(text: str) -> tuple[str, dict]:
+    """``KERNEL:NAME=VALUE,...`` as the kernel and its parameters (through the CLI's parser)."""
+    kernel, _, pairs = text.partition(":")
+    texts = dict(pair.split("=", 1) for pair in pairs.split(",") if pair)
+    return kernel, parse_param_values(kernel, texts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default=None)
@@ -151,6 +161,9 @@ def main() -> None:
                         help="tune each grid's kernels first, this long each (0: no)")
     parser.add_argument("--quick", action="store_true",
                         help="small grids and few steps (a check of the script)")
+    parser.add_argument("--variant", action="append", default=[], metavar="KERNEL:NAME=VALUE,..",
+                        help="an extra row of the 3-D case: a kernel with these parameters "
+                             "(e.g. column:prefetch=true,max_steps=3; repeat for several)")
     parser.add_argument("--json", default=None, metavar="PATH")
     args = parser.parse_args()
     if args.quick:
@@ -207,12 +220,15 @@ def main() -> None:
     bound = copy_rate / BYTES_PER_UPDATE
     rows, reference = [], None
     geo = geometry(problem, np.dtype(np.float32))
-    for kernel in [*(k for k, spec in KERNELS.items() if spec.handles(geo) is None), "auto"]:
+    runs = [(k, None) for k, spec in KERNELS.items() if spec.handles(geo) is None]
+    runs += [("auto", None)] + [parse_variant(text) for text in args.variant]
+    for kernel, params in runs:
         seconds, result, config = best_seconds(
-            lambda kernel=kernel: StencilSolver(compute, problem, kernel=kernel), steps,
-            args.repeats)
+            lambda kernel=kernel, params=params: StencilSolver(
+                compute, problem, kernel=kernel, kernel_params=params), steps, args.repeats)
         reference = result if reference is None else reference
-        rows.append((kernel, seconds, np.array_equal(result, reference), f"`{config}`"))
+        name = kernel if params is None else f"{kernel} (variant)"
+        rows.append((name, seconds, np.array_equal(result, reference), f"`{config}`"))
         del result
     extra, note = cupy_rows(u0, steps, args.repeats)
     rows += [(name, seconds, np.array_equal(result, reference), how)

@@ -36,17 +36,6 @@ def split_pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
     return found
 
 
-def parse_kernel_params(pairs: tuple[str, ...]) -> dict[str, int]:
-    """``--kernel-param max_steps=4`` values as integers."""
-    params = {}
-    for name, text in split_pairs(pairs, "--kernel-param").items():
-        try:
-            params[name] = int(text)
-        except ValueError:
-            raise InputError(f"--kernel-param {name} takes an integer, got {text!r}") from None
-    return params
-
-
 def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
     """``--param k=0.2`` values as numbers."""
     params = {}
@@ -104,8 +93,8 @@ def stencil_command(expression: str, input_path: str | None, steps: int, output:
     mpiexec the ranks share the grid in slabs, with the same result. Exit code 75 means a
     signal stopped the run after writing the checkpoint: rerun with --resume to finish."""
     params = parse_params(param_pairs)
-    kernel_params = parse_kernel_params(kernel_pairs)
-    stencil_kernels.check_param_names(kernel, kernel_params)
+    kernel_params = stencil_kernels.parse_param_values(
+        kernel, split_pairs(kernel_pairs, "--kernel-param"))
     job = StencilJob(expression=expression, input=input_path, steps=steps, output=output,
                      fields=split_pairs(field_pairs, "--field"), params=params, prev=prev_path,
                      boundary=boundary, dtype=dtype, device=device, kernel=kernel,

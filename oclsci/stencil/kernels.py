@@ -57,6 +57,29 @@ def check_param_names(kernel: str, params: Mapping) -> None:
                                        f"takes {', '.join(sorted(known)) or 'none'}")
 
 
+def parse_param_values(kernel: str, texts: Mapping[str, str]) -> dict:
+    """``--kernel-param`` texts as values of the kinds ``kernel``'s parameters declare (with
+    ``auto``: a name that kernels declare with different kinds is an integer if it reads as
+    one, else true or false); names checked first (:func:`check_param_names`)."""
+    check_param_names(kernel, texts)
+    specs = KERNELS.values() if check_choice(kernel) == "auto" else [get(kernel)]
+    values = {}
+    for name, text in texts.items():
+        declared = [param for spec in specs for param in spec.params if param.name == name]
+        kinds = {param.kind for param in declared}
+        ordered = [next(p for p in declared if p.kind is kind) for kind in (int, bool)
+                   if kind in kinds] or declared[:1]
+        for param in ordered:
+            try:
+                values[name] = param.parse(text)
+                break
+            except ValueError as error:
+                problem = str(error)
+        else:
+            raise InvalidArgumentError(f"--kernel-param {problem}")
+    return values
+
+
 def choices_help() -> str:
     """``--kernel``'s help: ``auto`` and every kernel with its summary."""
     return REGISTRY.choices_help("chosen for the device and grid", title="Kernel")

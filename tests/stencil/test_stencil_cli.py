@@ -73,6 +73,8 @@ def test_kernel_choice(grid, invoke_cli, kernel):
     (["u[0, 0, 1]"], "u0 must be a 3-D array, got 2 dimensions"),
     (["u", "--kernel", "fast"], "unknown stencil kernel 'fast'"),
     (["u", "--kernel-param", "max_steps=two"], "--kernel-param max_steps takes an integer"),
+    (["u[0, 0, 1]", "--kernel", "column", "--kernel-param", "prefetch=2"],
+     "--kernel-param prefetch takes true or false, not '2'"),
     (["u", "--kernel", "stream", "--kernel-param", "rows=2"], "has no parameter 'rows'"),
 ])
 def test_errors_are_one_line(grid, args, fragment):
