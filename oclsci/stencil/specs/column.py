@@ -27,7 +27,7 @@ PARAMS = (
     Param("cells_x", default=1, high=64), Param("cells_y", default=1, high=64),
     Param("max_steps", high=32),
     Param("pack_x", kind=bool, default=False, test_values=(False, True)),
-    Param("prefetch", kind=bool, default=False, test_values=(False, True)),
+    Param("prefetch", kind=bool, default=True, test_values=(False, True)),
     Param("seg", high=1 << 20, template=False),
 )
 KEYS = ("local_w", "local_h", "cells_x", "cells_y")
