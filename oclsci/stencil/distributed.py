@@ -220,6 +220,10 @@ class DistributedStencil:
             prev = gather_layers(self.world, self.decomposition, prev)
         return u, prev
 
+    def slowest(self, seconds: float) -> float:
+        """The largest of every rank's ``seconds`` (collective)."""
+        return self.world.allreduce_max(seconds)
+
     def describe(self) -> str:
         """One line on the slabs and their exchanges, for summaries (collective)."""
         sizes = sorted({slab.rows for slab in self.decomposition.slabs})
