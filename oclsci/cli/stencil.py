@@ -116,6 +116,10 @@ def stencil_command(expression: str, input_path: str | None, steps: int, output:
                f"steps{this_run} on {compute.spec} {compute.name} in {seconds:.3f} s "
                f"wall{rate}")
     click.echo(f"  kernel {outcome.kernel}")
+    if run_steps and outcome.step_seconds > 0:
+        slowest = ", the slowest rank's" if outcome.distribution else ""
+        click.echo(f"  per step {1e6 * outcome.step_seconds / run_steps:.3f} us (the steps' "
+                   f"wall time {outcome.step_seconds:.4f} s{slowest})")
     if outcome.distribution:
         click.echo(f"  mpi {outcome.distribution}")
     for path in outcome.written:

@@ -20,15 +20,13 @@ from oclsci.jacobi.job import Problem, Start, stop_error
 from oclsci.jacobi.overlap import OverlappedJacobi
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
-from oclsci.kernelspec.registry import cache_disabled, cache_key, load_cache
+from oclsci.kernelspec.registry import cache_key
 from oclsci.mpi.constants import run_constants
 from oclsci.mpi.overlap import OverlappedSlab, agreed_overlap, sub_slabs
-from oclsci.mpi.plan import Run, choose_plan
+from oclsci.mpi.slabplan import ModelGrid, Workload, measured_plan, plan_words
+from oclsci.mpi.slabplan import kernel_rate as slab_kernel_rate
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
-
-# Launches of the short run that measures a kernel's rate when the tuning cache has none.
-RATE_LAUNCHES = 3
 
 # --------------------------------------------------------------------------------------------
 # A distributed Jacobi solve
@@ -159,30 +157,19 @@ class DistributedJacobi:
 
     def _measured_plan(self, constants: Any, kernel: str, config: Any,
                        strip_config: Any) -> tuple | None:
-        """Rank 0's plan from measured ``constants`` (oclsci.mpi.plan) and its configurations,
-        (plan, config, strip_config); None when the slabs hold no plan that the kernels'
-        steps per launch allow."""
+        """Rank 0's plan from measured ``constants`` (:mod:`oclsci.mpi.slabplan`) and its
+        configurations, (plan, config, strip_config); None when the slabs hold no plan that
+        the kernels' steps per launch allow."""
         parts = self.world.size
-        rows, strips = -(-self.m // parts), (2 if parts > 2 else 1)
-        interior, strip = ((config, strip_config or config) if config is not None else
-                           self._choose(kernel, True, None))
-        strip = strip or interior
-        guess = exchange_period(math.lcm(interior.steps_per_launch, strip.steps_per_launch))
-        rate = kernel_rate(self.compute, interior, self.dtype,
-                           (max(1, rows - strips * (guess + 1)), self.n))
-        run = Run(rows, self.n, strips, (self.n + 2) * self.dtype.itemsize, rate,
-                  steps_per_launch=interior.steps_per_launch,
-                  strip_steps_per_launch=strip.steps_per_launch,
-                  remote=parts > constants.ranks_per_node)
-        plan = choose_plan(constants, run)
-        if plan is None:
-            return None
-        if config is None:  # the configurations for the plan's shapes
-            config, strip_config = self._choose(kernel, plan.overlapped, plan.period)
-        steps = math.lcm(config.steps_per_launch, (strip_config or config).steps_per_launch)
-        fits = plan.period % steps == 0 and (not plan.overlapped or sub_slabs(
-            Decomposition.build(self.m, self.n, parts, plan.period)) is not None)
-        return (plan, config, strip_config) if fits else None
+        grid = ModelGrid(self.m, self.n, (self.n + 2) * self.dtype.itemsize, parts)
+        work = Workload(
+            choose=lambda overlapped, period: self._choose(kernel, overlapped, period),
+            steps=lambda chosen: chosen.steps_per_launch,
+            rate=lambda interior, rows: kernel_rate(self.compute, interior, self.dtype,
+                                                    (rows, self.n)),
+            slabs=lambda period: Decomposition.build(self.m, self.n, parts, period))
+        given = (config, strip_config) if config is not None else None
+        return measured_plan(constants, grid, work, given)
 
     @property
     def overlapped(self) -> bool:
@@ -225,24 +212,16 @@ class DistributedJacobi:
             overlap = f" ({transport.describe()} on rank 0)" if transport else ""
         return (f"{self.world.size} ranks, 1-D slabs of {rows} rows{overlap}, "
                 f"{self.decomposition.halo} ghost rows per side, exchange every {self.period} "
-                f"steps; plan: {self.plan.describe() if self.plan else 'fixed rules'}")
+                f"steps; {plan_words(self.plan)}")
 
 
 def kernel_rate(compute: Any, config: Any, dtype: Any, shape: tuple[int, int]) -> float:
     """Cells per second of ``config`` on a grid of ``shape``: the tuning cache's timing of its
-    kernel for that size class, else a short run of a fixed number of launches."""
-    entry = load_cache().get(cache_key(compute, dtype, shape)) if not cache_disabled() else None
-    try:
-        timed = entry["kernels"][config.name]
-        return math.prod(entry["shape"]) / (float(timed["us_per_step"]) * 1e-6)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        pass
-    solver = JacobiSolver(compute, np.zeros(shape, dtype), dtype=dtype, config=config)
-    steps = RATE_LAUNCHES * solver.steps_per_launch
-    solver.advance(solver.steps_per_launch)  # warm-up
-    watch = compute.stopwatch()
-    solver.advance(steps)
-    return math.prod(shape) * steps / max(watch.stop(), 1e-9)
+    kernel for that size class, else a short run (:func:`oclsci.mpi.slabplan.kernel_rate`)."""
+    return slab_kernel_rate(
+        compute, cache_key(compute, dtype, shape), config.name,
+        lambda: JacobiSolver(compute, np.zeros(shape, dtype), dtype=dtype, config=config),
+        math.prod(shape))
 
 
 # --------------------------------------------------------------------------------------------

@@ -31,12 +31,15 @@ import numpy as np
 
 from oclsci.checkpoints import stop_error
 from oclsci.errors import Interrupted
+from oclsci.mpi.constants import run_constants
 from oclsci.mpi.overlap import OverlappedSlab, agreed_overlap, sub_slabs
+from oclsci.mpi.slabplan import ModelGrid, Workload, measured_plan, plan_words
 from oclsci.mpi.slabs import DEFAULT_MIN_EXCHANGE_STEPS, Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.stencil.kernels import choose
 from oclsci.stencil.problem import Problem
-from oclsci.stencil.solver import StencilSolver, stencil_geometry
+from oclsci.stencil.solver import StencilSolver, padded_layout, stencil_geometry
+from oclsci.stencil.tuner import kernel_rate
 
 
 def scatter_layers(world: World, decomposition: Decomposition, array: np.ndarray | None,
@@ -119,10 +122,21 @@ class DistributedStencil:
         self.shape = tuple(shape)
         self.axis = "planes" if len(self.shape) == 3 else "rows"
         self.radius = radius = skeleton.expression.radius
-        overlap = agreed_overlap(world, compute)
-        candidates, strip_candidates = world.bcast(world.agree(
-            lambda: self._choose(compute, skeleton, kernel, kernel_params, overlap,
-                                 exchange_every) if world.is_root else None))
+        # A plan from the measured constants (oclsci tune --mpi) unless a variable or
+        # ``exchange_every`` says otherwise; else the fixed rules.
+        constants = run_constants(world, compute) if exchange_every is None else None
+        measured = world.bcast(world.agree(
+            lambda: self._measured_plan(compute, skeleton, kernel, kernel_params, constants)
+            if world.is_root and constants is not None else None))
+        self.plan = measured[0] if measured else None
+        if measured:
+            _, candidates, strip_candidates = measured
+            exchange_every, overlap = self.plan.period, self.plan.overlapped
+        else:
+            overlap = agreed_overlap(world, compute)
+            candidates, strip_candidates = world.bcast(world.agree(
+                lambda: self._choose(compute, skeleton, kernel, kernel_params, overlap,
+                                     exchange_every) if world.is_root else None))
         self.period = world.agree(self._period, candidates, strip_candidates, exchange_every)
         self.decomposition = world.agree(Decomposition.build, self.shape[0], self.shape[1],
                                          world.size, max(1, radius) * self.period, fixed=0,
@@ -190,6 +204,26 @@ class DistributedStencil:
             return whole, whole
         return interior, strips
 
+    def _measured_plan(self, compute: Any, skeleton: Problem, kernel: str, params: dict | None,
+                       constants: Any) -> tuple | None:
+        """Rank 0's (plan, candidates, strip candidates) from measured ``constants``
+        (:mod:`oclsci.mpi.slabplan`), or None; the model's row is ``r`` layers (``r`` the
+        radius), so that S steps exchange about S + 1 of them."""
+        m, rest, parts, radius = self.shape[0], self.shape[1:], self.world.size, max(1, self.radius)
+        layer_bytes = skeleton.dtype.itemsize * math.prod(
+            padded_layout(self.shape, self.radius)[1:])
+        grid = ModelGrid(-(-m // radius), radius * math.prod(rest), radius * layer_bytes, parts,
+                         levels=2 if skeleton.expression.uses_prev else 1, receive_buffers=1)
+        work = Workload(
+            choose=lambda overlapped, period: self._choose(compute, skeleton, kernel, params,
+                                                           overlapped, period),
+            steps=lambda candidates: candidates[0].steps_per_launch,
+            rate=lambda interior, rows: kernel_rate(compute, skeleton, interior[0],
+                                                    (radius * rows, *rest)),
+            slabs=lambda period: Decomposition.build(m, self.shape[1], parts, radius * period,
+                                                     fixed=0, ring=self.radius))
+        return measured_plan(constants, grid, work)
+
     @property
     def overlapped(self) -> bool:
         """True when the exchange runs behind the interior's steps (on every rank)."""
@@ -220,6 +254,10 @@ class DistributedStencil:
             prev = gather_layers(self.world, self.decomposition, prev)
         return u, prev
 
+    def slowest(self, seconds: float) -> float:
+        """The largest of every rank's ``seconds`` (collective)."""
+        return self.world.allreduce_max(seconds)
+
     def describe(self) -> str:
         """One line on the slabs and their exchanges, for summaries (collective)."""
         sizes = sorted({slab.rows for slab in self.decomposition.slabs})
@@ -235,7 +273,8 @@ class DistributedStencil:
             waits = self.whole_because
         return (f"{self.world.size} ranks, slabs of {layers} {axis}{route}, "
                 f"{self.decomposition.halo} ghost {axis} per side, exchange every "
-                f"{self.period} steps; {self.halo.exchanges} exchanges{waits}")
+                f"{self.period} steps; {plan_words(self.plan)}; {self.halo.exchanges} "
+                f"exchanges{waits}")
 
 
 class SlabLayout:

@@ -77,6 +77,7 @@ class StencilOutcome:
     kernel: str = ""  # the kernel that ran (rank 0's), with its parameters
     first_step: int = 0  # the steps a resumed checkpoint had done
     distribution: str | None = None  # how ranks shared the grid, for an MPI run
+    step_seconds: float = 0.0  # the steps' wall time (under MPI: the slowest rank's)
     written: list[str] = field(default_factory=list)
 
 
@@ -104,6 +105,11 @@ class WholeGrid:
 
     def describe(self) -> None:
         """No distribution."""
+
+    @staticmethod
+    def slowest(seconds: float) -> float:
+        """One device: its own time."""
+        return seconds
 
     @staticmethod
     def stopped(error: Interrupted, step: int, checkpoint: str | None) -> NoReturn:
@@ -206,6 +212,7 @@ class StencilRun:
 
         # Once the steps are done, a stop signal only waits for the outputs.
         steps = progress if job.steps > start.step else None
+        watch = compute.stopwatch()
         try:
             with shown(steps, job.steps, start.step) as update:
                 self.step = run_steps(grid.solver, job.steps, done=start.step, halo=grid.halo,
@@ -216,6 +223,7 @@ class StencilRun:
             stop_flag.stopping()
             layout.stopped(error, start.step + grid.solver.iteration, job.checkpoint)
         stop_flag.work_done()
+        step_seconds = grid.slowest(watch.stop())
         u, self.prev = grid.gather()
         on_root(placement, lambda: check_finite(u))
         distribution = grid.describe()
@@ -223,7 +231,7 @@ class StencilRun:
             return None
         return StencilOutcome(compute, self.stencil, self.problem, u, self.started,
                               kernel=grid.solver.config.describe(), first_step=start.step,
-                              distribution=distribution)
+                              distribution=distribution, step_seconds=step_seconds)
 
     def outputs(self, outcome: StencilOutcome) -> Writes:
         """The final checkpoint first (were the process killed while the field is written, a

@@ -60,6 +60,13 @@ def stencil_geometry(expression: Expression, shape: tuple[int, ...],
                     np.dtype(dtype).itemsize, reads)
 
 
+def padded_layout(shape: tuple[int, ...], radius: int) -> tuple[int, ...]:
+    """The device buffers' shape for a grid of ``shape``: ``radius`` boundary cells on each
+    side of every axis, rows padded to start aligned."""
+    padded = tuple(size + 2 * radius for size in shape)
+    return padded[:-1] + (round_up(padded[-1], ROW_ALIGN),)
+
+
 def geometry(problem: Problem, dtype: np.dtype) -> Geometry:
     """What the kernels' launches and limits depend on, for ``problem``."""
     return stencil_geometry(problem.expression, problem.shape, dtype)
@@ -96,9 +103,8 @@ class StencilSolver:
         candidates = candidates or choose(compute, kernel, self.geo, problem.expression,
                                           self.dtype, kernel_params)
         self.blocked = candidates[0].spec.steps_param is not None
-        padded = tuple(size + 2 * radius for size in problem.shape)
-        self.row_stride = round_up(padded[-1], ROW_ALIGN)
-        self.layout = padded[:-1] + (self.row_stride,)
+        self.layout = padded_layout(problem.shape, radius)
+        self.row_stride = self.layout[-1]
         uses_prev = problem.expression.uses_prev
         levels = (4 if self.blocked else 3) if uses_prev else 2
         nbytes = (levels + len(problem.fields)) * int(np.prod(self.layout)) * self.dtype.itemsize

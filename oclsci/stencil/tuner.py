@@ -17,6 +17,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ from oclsci.runtime import programs
 from oclsci.stencil import kernels as registry
 from oclsci.stencil.kernels import StencilConfig, tuning_key
 from oclsci.stencil.problem import Problem
-from oclsci.stencil.solver import StencilSolver, geometry, program
+from oclsci.stencil.solver import StencilSolver, geometry, program, stencil_geometry
 from oclsci.stencil.specs import Geometry
 
 __all__ = ["CHECK_STEPS", "DEFAULT_SHAPES", "REFERENCE", "candidates", "default_shape",
@@ -110,6 +111,28 @@ def _predicted(config: StencilConfig, geo: Geometry, facts: dict) -> float:
 
 def _solver(compute: Any, problem: Problem, config: StencilConfig) -> StencilSolver:
     return StencilSolver(compute, problem, kernel=config.name, kernel_params=config.params)
+
+
+def kernel_rate(compute: Any, skeleton: Problem, config: StencilConfig,
+                shape: tuple[int, ...]) -> float:
+    """Cells per second of ``config`` for ``skeleton``'s stencil (its arrays aside) on a grid
+    of ``shape``: the tuning cache's timing of its kernel, else a short run on zeros
+    (:func:`oclsci.mpi.slabplan.kernel_rate`; MPI runs' measured exchange plan)."""
+    from oclsci.mpi.slabplan import kernel_rate as slab_kernel_rate  # MPI plans only
+
+    def zeros() -> np.ndarray:
+        return np.zeros(shape, skeleton.dtype)
+
+    def make_solver() -> StencilSolver:
+        uses_prev = skeleton.expression.uses_prev
+        problem = replace(skeleton, u0=zeros(), prev0=zeros() if uses_prev else None,
+                          fields={name: zeros() for name in skeleton.expression.fields})
+        return StencilSolver(compute, problem, candidates=[config])
+
+    geo = stencil_geometry(skeleton.expression, shape, skeleton.dtype)
+    return slab_kernel_rate(compute, tuning_key(compute, skeleton.expression, geo,
+                                                skeleton.dtype),
+                            config.name, make_solver, int(np.prod(shape)))
 
 
 def differing_cells(a: np.ndarray, b: np.ndarray) -> int:

@@ -1,5 +1,6 @@
 """The exchange plan chosen by a model (oclsci.mpi.plan) from measured constants
-(oclsci.mpi.constants, `oclsci tune --mpi`), and `oclsci jacobi` taking it under MPI."""
+(oclsci.mpi.constants, `oclsci tune --mpi`), and `oclsci jacobi` and `oclsci stencil`
+taking it under MPI."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mpi_launch import assert_ok, mpi_missing, run_oclsci
 from oclsci.errors import OclsciWarning
 from oclsci.mpi import constants as stored
 from oclsci.mpi.plan import Constants, Run, choose_plan, exchange_us, step_us
+from oclsci.stencil import Stencil
 
 # The 4x H200 host of docs/mpi.md ("A model of a run"): page-locked copies at 24 GB/s, the
 # node's hand-over free, the strips' cost fitted on the 4-GPU weak run (166.033 us per step,
@@ -107,18 +109,27 @@ def test_either_variable_overrides_the_plan():
     assert stored.plan_overridden({"OCLSCI_MPI_EXCHANGE_EVERY": "8"})
 
 
-@pytest.mark.slow
-def test_tune_mpi_then_jacobi_takes_the_plan(tmp_path):
-    """`oclsci tune --mpi` on 2 ranks stores the constants; `oclsci jacobi` on 2 ranks takes
-    its plan from them (bit-identical to one device), and the fixed rules when a variable
-    says so."""
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory) -> tuple[dict, str]:
+    """A tuning cache where `oclsci tune --mpi` on 2 ranks stored the constants: the
+    environment naming it, and the command's output."""
     reason = mpi_missing()
     if reason is not None:
         tool_missing(reason)
-    env = {"OCLSCI_TUNE_CACHE": str(tmp_path / "tuning.json")}
+    cache = tmp_path_factory.mktemp("tuned") / "tuning.json"
+    env = {"OCLSCI_TUNE_CACHE": str(cache)}
     tuned = assert_ok(run_oclsci(["tune", "--mpi"], ranks=2, extra_env=env))
-    assert "launch:" in tuned.stdout and "saved to" in tuned.stdout
-    assert "mpi_constants" in (tmp_path / "tuning.json").read_text()
+    assert "mpi_constants" in cache.read_text()
+    return env, tuned.stdout
+
+
+@pytest.mark.slow
+def test_tune_mpi_then_jacobi_takes_the_plan(tmp_path, tuned):
+    """`oclsci tune --mpi` on 2 ranks stores the constants; `oclsci jacobi` on 2 ranks takes
+    its plan from them (bit-identical to one device), and the fixed rules when a variable
+    says so."""
+    env, stdout = tuned
+    assert "launch:" in stdout and "saved to" in stdout
     b = np.random.default_rng(3).random((60, 40)).astype(np.float32)
     np.save(tmp_path / "b.npy", b)
     args = ["jacobi", tmp_path / "b.npy", "-n", "30"]
@@ -131,3 +142,23 @@ def test_tune_mpi_then_jacobi_takes_the_plan(tmp_path):
                                  extra_env=dict(env, OCLSCI_MPI_OVERLAP="0")))
     assert "plan: fixed rules" in fixed.stdout
     assert np.array_equal(np.load(tmp_path / "one.npy"), np.load(tmp_path / "fixed.npy"))
+
+
+@pytest.mark.slow
+def test_tune_mpi_then_stencil_takes_the_plan(tmp_path, tuned):
+    """`oclsci stencil` on 2 ranks takes its plan from the constants that `oclsci tune --mpi`
+    stored (a 3-D stencil of radius 2 with u.prev: two levels travel), bit-identical to
+    NumPy and so to one device; the fixed rules when a variable says so."""
+    env, _ = tuned
+    wave = ("2 * u - u.prev + 0.05 * (u[-2, 0, 0] + u[2, 0, 0] + u[0, -1, 0] + u[0, 1, 0] "
+            "+ u[0, 0, -1] + u[0, 0, 1] - 4 * u)")
+    u0 = np.random.default_rng(4).random((24, 6, 5)).astype(np.float32)
+    np.save(tmp_path / "u0.npy", u0)
+    want = Stencil(wave).reference(u0, 20)
+    args = ["stencil", wave, tmp_path / "u0.npy", "-n", "20", "-o", tmp_path / "two.npy"]
+    planned = assert_ok(run_oclsci(args, ranks=2, extra_env=env))
+    assert "plan: measured constants (period" in planned.stdout
+    assert np.array_equal(np.load(tmp_path / "two.npy"), want)
+    fixed = assert_ok(run_oclsci(args, ranks=2, extra_env=dict(env, OCLSCI_MPI_OVERLAP="0")))
+    assert "plan: fixed rules" in fixed.stdout
+    assert np.array_equal(np.load(tmp_path / "two.npy"), want)

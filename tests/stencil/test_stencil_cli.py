@@ -43,6 +43,7 @@ def test_params_prev_and_boundary(grid, invoke_cli):
                                  "--boundary", "0.5", "--device", DEVICE_SPECS[0])
     assert code == 0, stdout
     assert "2-D, 5-point star, radius 1, previous time level" in stdout
+    assert "\n  per step " in stdout and " us (the steps' wall time " in stdout
     prev = np.load(folder / "b.npy")
     want = Stencil(wave, params={"c2": 0.2}, boundary=0.5).reference(
         u0, 5, prev=prev)  # INPUT's dtype, as the command keeps it

@@ -1,0 +1,103 @@
+"""A workload's exchange plan from the measured constants (:mod:`oclsci.mpi.plan`), the part
+that Jacobi's slabs and a stencil's share: the slowest rank's :class:`~oclsci.mpi.plan.Run`
+from the grid and the interior kernel's rate, the model's choice, and the configurations
+that run it, checked against the slabs they make.
+
+The workload tells what differs through callables: its configurations for a kind of slab
+and a period, their steps per launch, the interior kernel's rate on a slab of some rows, and
+the ranks' slabs at a period. Its "row" is the model's: Jacobi's row, or ``r`` layers of a
+stencil of radius ``r`` (a period of S steps then exchanges about S + 1 of them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from oclsci.kernelspec.registry import cache_disabled, load_cache
+from oclsci.mpi.overlap import sub_slabs
+from oclsci.mpi.plan import Constants, Plan, Run, choose_plan
+from oclsci.mpi.slabs import Decomposition, exchange_period
+
+# Launches of the short run that measures a kernel's rate when the tuning cache has none.
+RATE_LAUNCHES = 3
+
+
+@dataclass(frozen=True)
+class ModelGrid:
+    """The grid as the model sees it: ``rows`` along the cut over ``parts`` ranks, each row
+    ``columns`` cells and ``row_bytes`` (padded) per level; ``levels`` that travel, and the
+    buffers that a received row is written into when overlapped (``receive_buffers``)."""
+
+    rows: int
+    columns: int
+    row_bytes: int
+    parts: int
+    levels: int = 1
+    receive_buffers: int = 2
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the plan asks of a workload. ``choose(overlapped, period)``: its (interior,
+    strip) configurations for such slabs at that period (None: the fixed rules'); the strip's
+    may be None (the interior's). ``steps(config)``: steps per launch. ``rate(interior,
+    rows)``: the interior configuration's cells per second on a slab of ``rows`` model rows.
+    ``slabs(period)``: the ranks' slabs when exchanging every ``period`` steps."""
+
+    choose: Callable[[bool, int | None], tuple[Any, Any]]
+    steps: Callable[[Any], int]
+    rate: Callable[[Any, int], float]
+    slabs: Callable[[int], Decomposition]
+
+
+def measured_plan(constants: Constants, grid: ModelGrid, work: Workload,
+                  configs: tuple[Any, Any] | None = None) -> tuple[Plan, Any, Any] | None:
+    """(plan, interior, strip configurations) that the model finds fastest for ``grid`` on
+    ``constants``; ``configs``: given configurations, kept (else ``work.choose``'s for the
+    plan's slabs). None when the slabs hold no plan that the kernels' steps per launch allow.
+    The slowest rank is a middle one (a strip on each side) from three ranks on."""
+    rows, strips = -(-grid.rows // grid.parts), (2 if grid.parts > 2 else 1)
+    interior, strip = configs or work.choose(True, None)
+    interior_steps, strip_steps = work.steps(interior), work.steps(strip or interior)
+    guess = exchange_period(math.lcm(interior_steps, strip_steps))
+    rate = work.rate(interior, max(1, rows - strips * (guess + 1)))
+    run = Run(rows, grid.columns, strips, grid.row_bytes, rate,
+              steps_per_launch=interior_steps, strip_steps_per_launch=strip_steps,
+              levels=grid.levels, remote=grid.parts > constants.ranks_per_node,
+              receive_buffers=grid.receive_buffers)
+    plan = choose_plan(constants, run)
+    if plan is None:
+        return None
+    if configs is None:  # the configurations for the plan's slabs
+        interior, strip = work.choose(plan.overlapped, plan.period)
+    steps = math.lcm(work.steps(interior), work.steps(strip or interior))
+    fits = plan.period % steps == 0 and (
+        not plan.overlapped or sub_slabs(work.slabs(plan.period)) is not None)
+    return (plan, interior, strip) if fits else None
+
+
+def kernel_rate(compute: Any, key: str, name: str, make_solver: Callable[[], Any],
+                cells: int) -> float:
+    """Cells per second of kernel ``name``: the tuning cache's timing of it under ``key``
+    (the cells of the entry's shape per step), else a short run of :data:`RATE_LAUNCHES`
+    launches of ``make_solver()`` (its ``advance`` and ``steps_per_launch``) over ``cells``."""
+    entry = load_cache().get(key) if not cache_disabled() else None
+    try:
+        timed = entry["kernels"][name]
+        return math.prod(entry["shape"]) / (float(timed["us_per_step"]) * 1e-6)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        pass
+    solver = make_solver()
+    steps = RATE_LAUNCHES * solver.steps_per_launch
+    solver.advance(solver.steps_per_launch)  # warm-up
+    watch = compute.stopwatch()
+    solver.advance(steps)
+    return cells * steps / max(watch.stop(), 1e-9)
+
+
+def plan_words(plan: Plan | None) -> str:
+    """The summary's words on the plan: the measured one, or the fixed rules."""
+    return f"plan: {plan.describe() if plan else 'fixed rules'}"
