@@ -21,8 +21,8 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
-from oclsci.mpi.overlap import sub_slabs
 from oclsci.mpi.slabs import Decomposition, exchange_period
+from oclsci.mpi.subslabs import sub_slabs
 from oclsci.runtime.device import create_context
 
 

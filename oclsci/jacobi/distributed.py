@@ -22,9 +22,10 @@ from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
 from oclsci.kernelspec.registry import cache_disabled, cache_key, load_cache
 from oclsci.mpi.constants import run_constants
-from oclsci.mpi.overlap import OverlappedSlab, agreed_overlap, sub_slabs
+from oclsci.mpi.overlap import OverlappedSlab
 from oclsci.mpi.plan import Run, choose_plan
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
+from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 
 # Launches of the short run that measures a kernel's rate when the tuning cache has none.
