@@ -1,14 +1,16 @@
 """Where one exchange period of an overlapped MPI rank goes on its device, without MPI: a
 middle rank's sub-slabs (two strips and the interior, as oclsci.mpi.overlap cuts them) step
 one period each, then the rows between them are copied, on one queue, as a rank does it
-(docs/mpi.md, "Four GPUs of one node"). One process, one device:
+(docs/mpi.md, "Four GPUs of one node"). The copies alternate between periods: one
+``clEnqueueCopyBuffer`` per copy (as before), then all of them in one launch of the copy
+kernel (oclsci.mpi.rowcopy, as a rank does now). One process, one device:
 
     python3 benchmarks/period_parts.py [--size 16384] [--ranks 4] [--periods 200]
                                        [--strip-kernel NAME]
 
-Prints the device time per period of each part (profiling events), their sum, and the span
-from the first part's start to the last one's end (the difference: the device idle between
-commands).
+(``--size 256 --periods 5`` checks it on a CPU in seconds.) Prints the device time per period
+of each part (profiling events), and per way of copying their sum and the span from the first
+part's start to the last one's end (the difference: the device idle between commands).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import numpy as np
 import pyopencl as cl
 
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
-from oclsci.mpi.overlap import sub_slabs
+from oclsci.mpi.rowcopy import RowCopier
 from oclsci.mpi.slabs import Decomposition, exchange_period
+from oclsci.mpi.subslabs import sub_slabs
 from oclsci.runtime.device import create_context
 
 
@@ -30,7 +33,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=16384)
     parser.add_argument("--ranks", type=int, default=4)
-    parser.add_argument("--periods", type=int, default=200)
+    parser.add_argument("--periods", type=int, default=200,
+                        help="periods timed per way of copying")
     parser.add_argument("--strip-kernel", default="auto",
                         help="the strips' kernel (default: what auto means for them)")
     args = parser.parse_args()
@@ -60,42 +64,51 @@ def main() -> None:
     order = sorted(mine, key=lambda index: (index not in strips, index))
     stride = next(iter(solvers.values())).row_stride
     item = np.dtype(dtype).itemsize
+    copier = RowCopier(compute, dtype)
+    count = sum(len(solvers[dest].x_buffers) for _, dest, _, _ in copies)
     print(f"{compute.device.name}: rank {rank} of {args.ranks} on {n}^2, period {period}; "
           f"pieces {[decomposition.slabs[i].rows for i in order]} rows; interior "
           f"{interior_config.describe()}; strips {strip_config.describe()}")
+    separate, fused = f"{count} copies", "copy kernel"
     parts: dict[str, list[float]] = {}
-    spans = []
-    for repeat in range(args.periods + 5):
+    sums: dict[str, list[float]] = {separate: [], fused: []}
+    spans: dict[str, list[float]] = {separate: [], fused: []}
+    for repeat in range(2 * (args.periods + 5)):
+        way = (separate, fused)[repeat % 2]
         events = []
         for index in order:
             name = "strip" if index in strips else "interior"
             events.append((name, solvers[index].advance(period)))
-        for source, dest, first, stop in copies:
-            for buffer in solvers[dest].x_buffers:
-                offset = decomposition.slabs[dest].local(first) * stride * item
-                events.append(("copies", cl.enqueue_copy(
-                    queue, buffer, solvers[source].x_buffer,
-                    byte_count=(stop - first) * stride * item,
-                    src_offset=decomposition.slabs[source].local(first) * stride * item,
-                    dst_offset=offset)))
+        table = [(solvers[source].x_buffer, decomposition.slabs[source].local(first) * stride,
+                  buffer, decomposition.slabs[dest].local(first) * stride,
+                  (stop - first) * stride)
+                 for source, dest, first, stop in copies for buffer in solvers[dest].x_buffers]
+        if way == fused:
+            event = copier.enqueue(queue, table)
+            if event is not None:
+                events.append((way, event))
+        for source, source_at, dest, dest_at, elements in table if way == separate else ():
+            events.append((way, cl.enqueue_copy(queue, dest, source,
+                                                byte_count=elements * item,
+                                                src_offset=source_at * item,
+                                                dst_offset=dest_at * item)))
         queue.finish()
-        if repeat < 5:
+        if repeat < 10:
             continue  # warm-up
-        sums: dict[str, float] = {}
+        times: dict[str, float] = {}
         for name, event in events:
-            sums[name] = sums.get(name, 0.0) + (event.profile.end - event.profile.start) * 1e-3
-        for name, value in sums.items():
+            times[name] = times.get(name, 0.0) + (event.profile.end - event.profile.start) * 1e-3
+        for name, value in times.items():
             parts.setdefault(name, []).append(value)
-        spans.append((events[-1][1].profile.end - events[0][1].profile.start) * 1e-3)
-    total = 0.0
+        sums[way].append(sum(times.values()))
+        spans[way].append((events[-1][1].profile.end - events[0][1].profile.start) * 1e-3)
     for name, values in parts.items():
         value = statistics.median(values)
-        total += value
-        print(f"{name:9s} {value:8.1f} us per period ({value / period:6.2f} us per step)")
-    span = statistics.median(spans)
-    print(f"sum       {total:8.1f} us; span {span:8.1f} us ({span / period:6.2f} us per step); "
-          f"idle between commands {span - total:6.1f} us")
-
+        print(f"{name:11s} {value:8.1f} us per period ({value / period:6.2f} us per step)")
+    for way in (separate, fused):
+        total, span = statistics.median(sums[way]), statistics.median(spans[way])
+        print(f"with {way + ':':12s} sum {total:8.1f} us; span {span:8.1f} us "
+              f"({span / period:6.2f} us per step); idle between commands {span - total:6.1f} us")
 
 if __name__ == "__main__":
     main()

@@ -22,10 +22,11 @@ from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
 from oclsci.kernelspec.registry import cache_key
 from oclsci.mpi.constants import run_constants
-from oclsci.mpi.overlap import OverlappedSlab, agreed_overlap, sub_slabs
+from oclsci.mpi.overlap import OverlappedSlab
 from oclsci.mpi.slabplan import ModelGrid, Workload, measured_plan, plan_words
 from oclsci.mpi.slabplan import kernel_rate as slab_kernel_rate
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
+from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 
 # --------------------------------------------------------------------------------------------

@@ -12,8 +12,9 @@ command runs exactly as on one device.
 Modules: :mod:`.world` (launcher detection, :class:`World`, per-rank caches, errors and
 abort), :mod:`.slabs` (1-D slabs of rows with ghost rows, :class:`SlabHalo`; see docs/mpi.md),
 :mod:`.transport` (halo rows through shared memory on a node, MPI between nodes),
-:mod:`.overlap` (a slab cut into strips and an interior, the exchange behind the interior's
-steps; a workload's adapter makes the sub-slabs' solvers),
+:mod:`.subslabs` (a slab cut into strips and an interior; whether the ranks overlap),
+:mod:`.overlap` (the exchange behind the interior's steps; a workload's adapter makes the
+sub-slabs' solvers), :mod:`.rowcopy` (the copies between sub-slabs in one launch),
 :mod:`.bands` (bands of independent rows dealt out and gathered), :mod:`.plan` (the model of
 a run's time per step; the exchange plan it chooses), :mod:`.constants` (the model's constants,
 measured by ``oclsci tune --mpi`` and kept in the tuning cache). Nothing here prints or
@@ -31,8 +32,9 @@ _LAZY = {
     **dict.fromkeys(("gather_bands", "rank_bands"), "oclsci.mpi.bands"),
     **dict.fromkeys(("DEFAULT_MIN_EXCHANGE_STEPS", "Decomposition", "Slab", "SlabHalo",
                      "exchange_period", "split_rows"), "oclsci.mpi.slabs"),
-    **dict.fromkeys(("OverlappedSlab", "Pieces", "agreed_overlap", "sub_slabs",
-                     "wants_overlap"), "oclsci.mpi.overlap"),
+    **dict.fromkeys(("OverlappedSlab", "Pieces"), "oclsci.mpi.overlap"),
+    **dict.fromkeys(("agreed_overlap", "sub_slabs", "wants_overlap"), "oclsci.mpi.subslabs"),
+    "RowCopier": "oclsci.mpi.rowcopy",
     **dict.fromkeys(("Constants", "Plan", "Run", "choose_plan"), "oclsci.mpi.plan"),
     **dict.fromkeys(("RowTransport", "node_comm", "node_ranks_setting"), "oclsci.mpi.transport"),
     **dict.fromkeys(("MAX_MESSAGE_BYTES", "PRESENCE_VARIABLES", "SIZE_VARIABLES", "TAG_GATHER",

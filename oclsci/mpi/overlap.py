@@ -13,9 +13,10 @@ strips are done, their edge rows go to host memory on the device's copy queue (a
 node's ranks share, or page-locked memory for MPI between nodes: oclsci.mpi.transport), and
 the neighbours exchange them while the interior steps. The rows received go back on the copy
 queue, the rows between strips and interior are copied on the device after the interior's
-steps, and the strips' next steps wait, on the device, for both. The device waits only when
-an exchange takes longer than the interior's steps; that wait is measured from the copies'
-and the launches' profiling times and reported apart from the hidden part.
+steps (all of them in one kernel launch: :mod:`oclsci.mpi.rowcopy`), and the strips' next
+steps wait, on the device, for both. The device waits only when an exchange takes longer than
+the interior's steps; that wait is measured from the copies' and the launches' profiling
+times and reported apart from the hidden part.
 
 A workload plugs in through an adapter (:class:`Pieces`): how to make a sub-slab's solver,
 which of its buffers travel (one level, or a stencil's u.prev and u), and a row's size.
@@ -24,55 +25,15 @@ which of its buffers travel (one level, or a stencil's u.prev and u), and a row'
 from __future__ import annotations
 
 import math
-import os
 import time
 from typing import Any, Protocol
 
 import pyopencl as cl
 
-from oclsci.errors import InputError
+from oclsci.mpi.rowcopy import RowCopier
 from oclsci.mpi.slabs import EXCHANGE_PHASES, Decomposition, Slab
 from oclsci.mpi.transport import RowTransport
 from oclsci.mpi.world import World
-
-
-def wants_overlap(compute: Any, environ: Any = None) -> bool:
-    """Whether to overlap: ``OCLSCI_MPI_OVERLAP=1`` or ``0``; unset or ``auto``: on GPUs
-    (on a CPU device MPI's host work and the kernels share the same cores)."""
-    text = (environ if environ is not None else os.environ).get("OCLSCI_MPI_OVERLAP", "")
-    text = text.strip().lower()
-    if text in ("", "auto"):
-        return bool(compute.is_gpu)
-    if text not in ("0", "1"):
-        raise InputError(f"OCLSCI_MPI_OVERLAP must be 0, 1 or auto, got {text!r}")
-    return text == "1"
-
-
-def agreed_overlap(world: World, compute: Any) -> bool:
-    """Whether every rank of ``world`` (more than one) wants the overlap (collective): one
-    choice for all, else the summaries' collectives would wait for each other forever."""
-    return world.size > 1 and bool(world.comm.allreduce(
-        int(world.agree(wants_overlap, compute)), op=world.MPI.MIN))
-
-
-def sub_slabs(decomposition: Decomposition) -> tuple[Decomposition, list[int]] | None:
-    """The sub-slabs of every rank's slab, and the rank owning each; None when a slab is too
-    thin for strips of ``halo + fixed`` rows and an interior at least that high."""
-    edge = decomposition.halo + decomposition.fixed
-    last = decomposition.parts - 1
-    bounds, owners = [], []
-    for slab in decomposition.slabs:
-        top = edge if slab.rank > 0 else 0
-        bottom = edge if slab.rank < last else 0
-        if slab.rows - top - bottom < edge:
-            return None
-        cuts = sorted({slab.first, slab.first + top, slab.stop - bottom, slab.stop})
-        for first, stop in zip(cuts, cuts[1:], strict=False):
-            bounds.append((first, stop))
-            owners.append(slab.rank)
-    return (Decomposition.from_bounds(decomposition.m, decomposition.n, bounds,
-                                      decomposition.halo, fixed=decomposition.fixed,
-                                      ring=decomposition.ring), owners)
 
 
 class Pieces(Protocol):
@@ -136,6 +97,7 @@ class OverlappedSlab:
             elif owners[dest] == rank:
                 self.receives.append((owners[source], dest, first, stop - first))
         self.transport: RowTransport | None = None  # made at the first exchange (collective)
+        self.row_copier = RowCopier(compute, self.dtype)
         # Strips (pieces that send to other ranks) step first, so that their rows are ready
         # early; the interior after them.
         senders = {piece for _, piece, _, _ in self.sends}
@@ -185,12 +147,14 @@ class OverlappedSlab:
     # The halo's side
 
     def _offset(self, index: int, row: int) -> int:
-        return self.pieces[index].local(row) * self.row_stride * self.dtype.itemsize
+        """Elements before global row ``row`` in sub-slab ``index``'s buffers."""
+        return self.pieces[index].local(row) * self.row_stride
 
     def exchange(self, solver: Any = None) -> None:
         """Refresh every sub-slab's ghost and fixed rows: from other ranks by MPI, between
         sub-slabs on the device. Waits on the host only for the strips' rows."""
         copies, queue, levels = self.compute.copy_queue, self.compute.queue, self.level_count
+        item = self.dtype.itemsize
         if self.transport is None:
             self.transport = RowTransport(
                 self.world, self.compute,
@@ -213,7 +177,8 @@ class OverlappedSlab:
         transport.begin()
         clock = time.perf_counter()
         reads = [cl.enqueue_copy(copies, transport.outbox(k), buffers[index][level][0],
-                                 is_blocking=False, src_offset=self._offset(index, first),
+                                 is_blocking=False,
+                                 src_offset=self._offset(index, first) * item,
                                  wait_for=[self._last_events[index]]
                                  if index in self._last_events else None)
                  for k, (level, index, first) in enumerate(sends)]
@@ -232,21 +197,18 @@ class OverlappedSlab:
             for buffer in buffers[index][level][1]:
                 writes.append(cl.enqueue_copy(copies, buffer, transport.inbox(k),
                                               is_blocking=False,
-                                              dst_offset=self._offset(index, first)))
+                                              dst_offset=self._offset(index, first) * item))
         copies.flush()
-        # Rows between sub-slabs: on the device queue, after this period's steps and after the
-        # received rows (other rows of the same buffers: OpenCL orders any two queues' changes
-        # to one buffer only through events).
+        # Rows between sub-slabs: one launch on the device queue, after this period's steps and
+        # after the received rows (other rows of the same buffers: OpenCL orders any two
+        # queues' changes to one buffer only through events).
         if writes:
             cl.enqueue_barrier(queue, wait_for=writes)
-        item = self.dtype.itemsize
-        for source, dest, first, stop in self.local_copies:
-            for level in range(levels):
-                for buffer in buffers[dest][level][1]:
-                    cl.enqueue_copy(queue, buffer, buffers[source][level][0],
-                                    byte_count=(stop - first) * self.row_stride * item,
-                                    src_offset=self._offset(source, first),
-                                    dst_offset=self._offset(dest, first))
+        self.row_copier.enqueue(queue, [
+            (buffers[source][level][0], self._offset(source, first), buffer,
+             self._offset(dest, first), (stop - first) * self.row_stride)
+            for source, dest, first, stop in self.local_copies
+            for level in range(levels) for buffer in buffers[dest][level][1]])
         queue.flush()
         interior = self._last_events.get(self.order[-1])
         self._unsettled.append((interior, writes))

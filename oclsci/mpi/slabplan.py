@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from oclsci.kernelspec.registry import cache_disabled, load_cache
-from oclsci.mpi.overlap import sub_slabs
 from oclsci.mpi.plan import Constants, Plan, Run, choose_plan
 from oclsci.mpi.slabs import Decomposition, exchange_period
+from oclsci.mpi.subslabs import sub_slabs
 
 # Launches of the short run that measures a kernel's rate when the tuning cache has none.
 RATE_LAUNCHES = 3

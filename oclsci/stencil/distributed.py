@@ -32,9 +32,10 @@ import numpy as np
 from oclsci.checkpoints import stop_error
 from oclsci.errors import Interrupted
 from oclsci.mpi.constants import run_constants
-from oclsci.mpi.overlap import OverlappedSlab, agreed_overlap, sub_slabs
+from oclsci.mpi.overlap import OverlappedSlab
 from oclsci.mpi.slabplan import ModelGrid, Workload, measured_plan, plan_words
 from oclsci.mpi.slabs import DEFAULT_MIN_EXCHANGE_STEPS, Decomposition, SlabHalo, exchange_period
+from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.stencil.kernels import choose
 from oclsci.stencil.problem import Problem

@@ -33,7 +33,7 @@ from mpi_launch import (
 from oclsci import mpi
 from oclsci.jacobi.reference import jacobi_numpy, jacobi_step
 from oclsci.jacobi.solver import KERNEL_NAMES
-from oclsci.mpi import overlap
+from oclsci.mpi import subslabs
 
 pytestmark = pytest.mark.slow
 
@@ -218,7 +218,7 @@ def test_aborting_rank_waits_until_its_error_line_is_read(tmp_path):
 @pytest.mark.parametrize("m,parts,halo", [(100, 2, 8), (61, 3, 4), (1021, 4, 16), (9, 1, 2)])
 def test_sub_slabs_cut_each_slab_into_strips_and_interior(m, parts, halo):
     d = mpi.Decomposition.build(m, 5, parts, halo)
-    pieces, owners = overlap.sub_slabs(d)
+    pieces, owners = subslabs.sub_slabs(d)
     assert pieces.slabs[0].first == 0 and pieces.slabs[-1].stop == m
     for rank, slab in enumerate(d.slabs):
         mine = [p for p, owner in zip(pieces.slabs, owners, strict=True) if owner == rank]
@@ -237,8 +237,8 @@ def test_sub_slabs_cut_each_slab_into_strips_and_interior(m, parts, halo):
 
 def test_sub_slabs_refuse_thin_slabs():
     # Middle ranks need two strips of halo + 1 rows and an interior at least as high.
-    assert overlap.sub_slabs(mpi.Decomposition.build(3 * 26, 5, 3, 8)) is None
-    assert overlap.sub_slabs(mpi.Decomposition.build(3 * 27, 5, 3, 8)) is not None
+    assert subslabs.sub_slabs(mpi.Decomposition.build(3 * 26, 5, 3, 8)) is None
+    assert subslabs.sub_slabs(mpi.Decomposition.build(3 * 27, 5, 3, 8)) is not None
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
@@ -271,17 +271,17 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
     config, strips = choose((120, 65536), 3, "auto", True)
     assert strips is None and config == slab_config
     period = mpi.exchange_period(config.steps_per_launch)
-    assert overlap.sub_slabs(mpi.Decomposition.build(120, 65536, 3, period)) is not None
+    assert subslabs.sub_slabs(mpi.Decomposition.build(120, 65536, 3, period)) is not None
 
 
 def test_overlap_switch():
     gpu, cpu = SimpleNamespace(is_gpu=True), SimpleNamespace(is_gpu=False)
-    wants = overlap.wants_overlap
+    wants = subslabs.wants_overlap
     assert wants(gpu, {}) and wants(gpu, {"OCLSCI_MPI_OVERLAP": "auto"})
     assert not wants(cpu, {}) and wants(cpu, {"OCLSCI_MPI_OVERLAP": "1"})
-    assert not overlap.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "0"})
+    assert not subslabs.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "0"})
     with pytest.raises(mpi.InputError, match="OCLSCI_MPI_OVERLAP must be 0, 1 or auto"):
-        overlap.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "yes"})
+        subslabs.wants_overlap(gpu, {"OCLSCI_MPI_OVERLAP": "yes"})
 
 
 def replay_slabs(d: mpi.Decomposition, rhs: np.ndarray, period: int, steps: int) -> np.ndarray:
@@ -324,7 +324,7 @@ def test_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
 def test_sub_slab_algorithm_in_numpy_is_exact(m, n, parts, period, steps):
     """The same with the overlap's strips and interiors as slabs of their own."""
     rhs = np.random.default_rng(m * n).standard_normal((m, n)).astype(np.float32)
-    pieces, _ = overlap.sub_slabs(mpi.Decomposition.build(m, n, parts, period))
+    pieces, _ = subslabs.sub_slabs(mpi.Decomposition.build(m, n, parts, period))
     assert np.array_equal(replay_slabs(pieces, rhs, period, steps), jacobi_numpy(rhs, steps))
 
 

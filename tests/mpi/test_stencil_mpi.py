@@ -23,8 +23,8 @@ from gpu_profiles import PROFILES, described
 from mpi_launch import assert_ok, launch_env, mpi_missing, mpiexec_command, run_oclsci
 from signal_helpers import finish, wait_until_ranks_compute
 
-from oclsci.mpi.overlap import sub_slabs
 from oclsci.mpi.slabs import Decomposition
+from oclsci.mpi.subslabs import sub_slabs
 from oclsci.stencil import Stencil
 from oclsci.stencil.checkpoint import load_checkpoint
 from oclsci.stencil.distributed import DistributedStencil

@@ -2,7 +2,8 @@
 
 :func:`all_cases`: each workload's corner cases (its record's ``corner_cases`` module in
 :data:`oclsci.WORKLOADS`, see :mod:`oclsci.corners`), as far as Oclgrind runs them
-(:data:`OCLGRIND_FILTERS`), and the runtime's generic reduction (:func:`reduction_cases`);
+(:data:`OCLGRIND_FILTERS`), the runtime's generic reduction (:func:`reduction_cases`) and the
+MPI copies between sub-slabs (:func:`copy_rows_cases`);
 :func:`canary_cases`: broken kernels that Oclgrind must report.
 """
 
@@ -29,6 +30,21 @@ def reduction_cases() -> list[dict]:
                                   "size": size, "group_size": group_size,
                                   "chunked": chunked, "cost": size + 1})
     return cases
+
+
+# Copies (source buffer, first read, destination buffer, first written, elements) between
+# buffers of 40 elements: one element; three ranges, one buffer read and written, a range
+# longer than the others, an empty one.
+COPY_TABLES = {"one": [(0, 3, 1, 39, 1)],
+               "three": [(0, 0, 1, 10, 5), (1, 20, 0, 5, 17), (0, 30, 1, 0, 1), (1, 0, 0, 0, 0)]}
+
+
+def copy_rows_cases() -> list[dict]:
+    """The copies between an MPI rank's sub-slabs in one launch (``mpi/copy_rows``,
+    oclsci.mpi.rowcopy): one range and several, both precisions."""
+    return [{"id": make_id("copy_rows", name, dtype), "kind": "copy_rows", "dtype": dtype,
+             "copies": table, "cost": 64}
+            for name, table in COPY_TABLES.items() for dtype in ("float32", "float64")]
 
 
 # Deliberately broken kernels: each must make Oclgrind report (what the report says), which
@@ -74,10 +90,11 @@ OCLGRIND_FILTERS = {"jacobi": _oclgrind_jacobi_cases}
 
 
 def all_cases() -> list[dict]:
-    """Every case: each workload's corner cases, then the generic reduction."""
+    """Every case: each workload's corner cases, then the generic reduction and the copies
+    between sub-slabs."""
     cases = []
     for workload in WORKLOADS:
         if workload.corner_cases:
             own = workload_corner_cases(workload.name)
             cases += OCLGRIND_FILTERS.get(workload.name, list)(own)
-    return cases + reduction_cases()
+    return cases + reduction_cases() + copy_rows_cases()

@@ -1,6 +1,6 @@
 """Running cases in the runner: each workload's corner cases through its corner-case module
-(:func:`oclsci.corners.run_corner_case`); the generic reduction and the canaries here
-(:data:`RUNNERS`, by the case's ``kind``)."""
+(:func:`oclsci.corners.run_corner_case`); the generic reduction, the copies between MPI
+sub-slabs and the canaries here (:data:`RUNNERS`, by the case's ``kind``)."""
 
 from __future__ import annotations
 
@@ -50,6 +50,28 @@ def _run_reduce(compute: Any, case: dict) -> None:
         raise AssertionError(f"{what} {got} != NumPy {want}")
 
 
+def _run_copy_rows(compute: Any, case: dict) -> None:
+    import numpy as np
+    import pyopencl as cl
+
+    from oclsci.mpi.rowcopy import RowCopier
+
+    dtype = np.dtype(case["dtype"])
+    hosts = [case_rng(case["id"]).standard_normal(40).astype(dtype) for _ in range(2)]
+    flags = cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR
+    buffers = [cl.Buffer(compute.context, flags, hostbuf=host) for host in hosts]
+    want = [host.copy() for host in hosts]
+    for source, first, dest, to, count in case["copies"]:
+        want[dest][to:to + count] = hosts[source][first:first + count]
+    RowCopier(compute, dtype).enqueue(compute.queue, [
+        (buffers[source], first, buffers[dest], to, count)
+        for source, first, dest, to, count in case["copies"]])
+    for host, buffer, expected in zip(hosts, buffers, want, strict=True):
+        cl.enqueue_copy(compute.queue, host, buffer)
+        if host.tobytes() != expected.tobytes():
+            raise AssertionError(f"copied {host} != NumPy {expected}")
+
+
 @contextlib.contextmanager
 def _broken_template(compute: Any, template: str, anchor: str, insert: str):
     """Render ``template`` with ``insert`` put before ``anchor`` (for canaries), in a program
@@ -85,6 +107,7 @@ RUNNERS = {
     "canary": _run_canary,
     "canary_jacobi": _run_canary_jacobi,
     "reduce": _run_reduce,
+    "copy_rows": _run_copy_rows,
 }
 
 
