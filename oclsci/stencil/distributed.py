@@ -255,6 +255,11 @@ class DistributedStencil:
             prev = gather_layers(self.world, self.decomposition, prev)
         return u, prev
 
+    def ready(self) -> None:
+        """Wait for every rank to have its slab on its device (collective), so that the
+        steps' times leave out the ranks' different start-up times."""
+        self.world.comm.Barrier()
+
     def slowest(self, seconds: float) -> float:
         """The largest of every rank's ``seconds`` (collective)."""
         return self.world.allreduce_max(seconds)

@@ -107,6 +107,10 @@ class WholeGrid:
         """No distribution."""
 
     @staticmethod
+    def ready() -> None:
+        """One device: nothing to wait for."""
+
+    @staticmethod
     def slowest(seconds: float) -> float:
         """One device: its own time."""
         return seconds
@@ -212,6 +216,7 @@ class StencilRun:
 
         # Once the steps are done, a stop signal only waits for the outputs.
         steps = progress if job.steps > start.step else None
+        grid.ready()
         watch = compute.stopwatch()
         try:
             with shown(steps, job.steps, start.step) as update:
