@@ -10,6 +10,7 @@ The unmarked tests replay the slab algorithm in NumPy (no MPI); the ``mpi`` ones
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import re
 import signal
@@ -129,12 +130,29 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
     compute = described(profile)
     interior, strips = job._choose(compute, problem, "auto", None, True, None)
     assert (interior[0].name, strips[0].name) == ("streaming", "tiled")
-    period = job._period(interior, strips, None)
+    period = job._period(interior, strips, None, True)
     assert period % interior[0].steps_per_launch == period % strips[0].steps_per_launch == 0
     for kernel, params, overlap in (("auto", None, False), ("tiled", None, True),
                                     ("auto", {"max_steps": 2}, True)):
         whole, same = job._choose(compute, problem, kernel, params, overlap, None)
         assert whole == same, (kernel, params, overlap)
+
+
+@pytest.mark.parametrize("profile", PROFILES[-2:], ids=lambda p: p.name)
+def test_overlapped_3d_exchanges_after_every_launch(profile, monkeypatch, tmp_path):
+    """Overlapped in 3-D, the period is one launch of each kernel (a strip's ghost planes are
+    recomputed at every step: fewer is cheaper), else ghost layers of 8 steps or more; a
+    strip's kernel covers its owned and ghost planes (3 r S) in one segment."""
+    monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "tuning.json"))
+    _, problem = case_problem("3d-r1-field", 1, dtype=np.float32)
+    job = object.__new__(DistributedStencil)
+    job.world, job.shape, job.radius = SimpleNamespace(size=2), (512, 512, 512), 1
+    interior, strips = job._choose(described(profile), problem, "auto", None, True, None)
+    assert (interior[0].name, strips[0].name) == ("column", "column")
+    period = job._period(interior, strips, None, True)
+    assert period == math.lcm(interior[0].steps_per_launch, strips[0].steps_per_launch)
+    assert strips[0].params["seg"] == 3 * period
+    assert job._period(interior, strips, None, False) >= 8
 
 
 def test_stencil_decomposition_exchanges_no_fixed_rows():
@@ -339,11 +357,13 @@ def test_overlapped_exchange_bit_identical(tmp_path, name, kernel, ranks, node_r
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpi_present")
 def test_overlap_wanted_but_slabs_too_thin(tmp_path):
-    """Slabs too thin for strips and an interior: whole slabs, and the summary says why."""
+    """Slabs too thin for strips and an interior: whole slabs, and the summary says why
+    (ghost layers of 8 steps: overlapped 3-D runs otherwise exchange after every launch)."""
     args, problem = save_case(tmp_path, "3d-r1-field", STEPS)
     out = tmp_path / "p4.npy"
     result = assert_ok(run_oclsci(["stencil", *[a for a in args if a != "-q"], "-o", out],
-                                  ranks=4, extra_env={"OCLSCI_MPI_OVERLAP": "1"}))
+                                  ranks=4, extra_env={"OCLSCI_MPI_OVERLAP": "1",
+                                                      "OCLSCI_MPI_EXCHANGE_EVERY": "8"}))
     assert np.array_equal(np.load(out), stencil_numpy(problem))
     assert "whole slabs, too thin to overlap the exchange (strips of 8 planes" in \
         result.stdout, result.stdout
