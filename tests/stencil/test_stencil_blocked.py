@@ -60,9 +60,9 @@ def test_blocked_kernels_equal_numpy(compute, kernel, case, dtype):
         _check(compute, stencil, u0, fields, STEPS, kernel=kernel, kernel_params=params)
 
 
-@pytest.mark.parametrize("variant", [{"prefetch": True}, {"pack_x": True},
-                                     {"pack_x": True, "prefetch": True, "cells_x": 2}])
-@pytest.mark.parametrize("case", ["heat-3d-7-point", "wave-3d-prev"])
+@pytest.mark.parametrize("case,variant", [
+    ("heat-3d-7-point", {"prefetch": True}), ("wave-3d-prev", {"pack_x": True}),
+    ("wave-3d-prev", {"pack_x": True, "prefetch": True, "cells_x": 2})])
 def test_column_variants(compute, case, variant):
     """``column`` loading the next plane ahead (segments of 3 planes: the plane loaded past a
     segment's end, and past the grid's, is never used) and with a work-item's columns
