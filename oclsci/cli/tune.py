@@ -17,18 +17,17 @@ import math
 import re
 
 import click
-import numpy as np
 
 from oclsci.cli import device_option, dtype_option, quiet_option
 from oclsci.cli.stencil import parse_params
 from oclsci.errors import InputError, UnknownNameError
 from oclsci.jacobi import kernels
-from oclsci.jacobi.tuner import save_report, tune
 from oclsci.kernelspec.registry import check_writable
-from oclsci.runtime.device import create_context
+from oclsci.kernelspec.search import save_report
 from oclsci.stencil import kernels as stencil_kernels
 from oclsci.stencil import tuner as stencil_tuner
 from oclsci.stencil.api import Stencil
+from oclsci.tuning import tune_kernels
 
 JACOBI_SIZE = (266, 400)
 JACOBI_KERNELS = kernels.tunable()
@@ -110,18 +109,10 @@ def tune_command(device, expression, param_pairs, size, dtype, budget, kernels, 
             raise InputError(f"--size: Jacobi's grid is 2-D, got {size!r}")
     if not no_save:
         check_writable()  # an unwritable cache fails now, not after the search
-    compute = create_context(device, quiet=quiet or as_json)
-    dtype = compute.check_dtype(np.dtype(dtype))
     log = None if (quiet or as_json) else (lambda message: click.echo(message, err=True))
-    what = f"stencil ({stencil.expression.describe()})" if stencil else "Jacobi"
-    if log:
-        log(f"tuning {what} {'x'.join(map(str, shape))} {dtype.name} for about {budget:g} s")
-    if stencil is not None:
-        report = stencil_tuner.tune(compute, stencil, shape, dtype, budget=budget,
-                                    kernels=tuple(kernels) or None, log=log)
-    else:
-        report = tune(compute, shape, dtype, budget=budget, kernels=tuple(kernels) or None,
-                      log=log)
+    report, device_name, dtype = tune_kernels(device, shape, dtype, budget=budget,
+                                              stencil=stencil, kernels=tuple(kernels) or None,
+                                              log=log, quiet=quiet or as_json)
     best = report.best
     path = None
     if best is not None and not no_save:
@@ -139,7 +130,7 @@ def tune_command(device, expression, param_pairs, size, dtype, budget, kernels, 
         raise InputError("no candidate configuration ran correctly on this device")
     if not quiet:
         click.echo(f"{len(report.trials)} configurations tried in {report.seconds:.1f} s on "
-                   f"{compute.name}; fastest of each kernel:")
+                   f"{device_name}; fastest of each kernel:")
         for trial in sorted(report.best_by_kernel().values(),
                             key=lambda trial: trial.seconds_per_step):
             click.echo(f"  {1e6 * trial.seconds_per_step:10.3f} us/step  "

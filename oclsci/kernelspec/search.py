@@ -20,6 +20,7 @@ import numpy as np
 from oclsci.errors import InputError
 from oclsci.kernelspec import KernelConfig, round_up
 from oclsci.kernelspec.registry import make_entry, save_entry
+from oclsci.runtime import signals
 
 # The finalists' re-timing: runs of FINAL_FACTOR x min_seconds, FINAL_REPEATS of them, within
 # at most FINAL_SHARE of the budget, kept back from the screening.
@@ -78,6 +79,7 @@ def interleave(lists: list[list]) -> list:
 def _seconds(solver: Any, steps: int) -> float:
     queue = solver.compute.queue
     queue.finish()
+    signals.poll()  # each timing is a point where a stop signal is acted on
     start = time.perf_counter()
     solver.advance(steps)
     queue.finish()

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 
 import numpy as np
 import pyopencl as cl
 import pytest
-from conftest import run_cli
+from conftest import run_cli, start_cli
+from signal_helpers import finish, wait_until_computing
 
 from oclsci.errors import InputError, OclsciWarning, OutputError
 from oclsci.jacobi import kernels, tuner
@@ -390,6 +392,23 @@ def test_tune_command(cache, tmp_path):
         "oclsci: error: --size must look like ROWSxCOLUMNS (e.g. 266x400), got '24by31'"]
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_ends_the_search_and_saves_nothing(cache, signum):
+    """``oclsci tune`` holds a stop flag from the device's opening: a signal during the search
+    ends it at the next timing, with one line and 128 + N, and the cache is left alone."""
+    process = start_cli("tune", "--size", "64x64", "--budget", "600",
+                        extra_env={"OCLSCI_TUNE_CACHE": str(cache)})
+    try:
+        wait_until_computing(process)
+        process.send_signal(signum)
+        code, stderr = finish(process)
+    finally:
+        process.kill()
+    assert code == 128 + signum, stderr
+    assert f"stopped by {signal.Signals(signum).name}" in stderr, stderr
+    assert "Traceback" not in stderr and not cache.exists()
+
+
 def test_suited_kernels_include_auto(any_compute):
     suited = kernels.suited(any_compute.is_cpu)
     assert set(suited) <= set(KERNELS) and "seed" in suited
@@ -404,7 +423,7 @@ def test_tune_refuses_an_unwritable_cache_before_the_search(tmp_path, monkeypatc
     import importlib
 
     command = importlib.import_module("oclsci.cli.tune")
-    monkeypatch.setattr(command, "create_context", lambda *args, **kw: pytest.fail("searched"))
+    monkeypatch.setattr(command, "tune_kernels", lambda *args, **kw: pytest.fail("searched"))
     blocker = tmp_path / "file"
     blocker.write_text("")
     path = blocker / "more" / "tuning.json" if where == "under-a-file" else tmp_path
