@@ -15,27 +15,16 @@
 #
 # SIZE=n changes 16384 (a quick check on a CPU: SIZE=256 N=200 OCLSCI_MPI_OVERLAP=1).
 # Needs oclsci importable by `python3` (installed, or PYTHONPATH=checkout, passed to the ranks
-# by the launcher: Open MPI's `-x VAR`, as below), mpi4py and about 13 GiB of host memory per
-# 16384^2 input (inputs go to ${TMPDIR:-/tmp}).
+# by the launcher: Open MPI's `-x VAR`, benchmarks/mpi_common.sh), mpi4py and about 13 GiB
+# of host memory per 16384^2 input (inputs go to ${TMPDIR:-/tmp}).
 set -u
-gpus() {
-    if [ -n "${OCLSCI_GPUS:-}" ]; then echo "$OCLSCI_GPUS"
-    elif command -v nvidia-smi > /dev/null; then nvidia-smi -L | grep -c '^GPU'
-    elif command -v rocm-smi > /dev/null; then rocm-smi --showid | grep -c 'GPU\['
-    else echo 1
-    fi
-}
+. "$(dirname "$0")/mpi_common.sh"  # gpus, launcher
 P=${1:-$(gpus)}
 N=${N:-20000}
 SIZE=${SIZE:-16384}
 PERIODS=${PERIODS:-32 48}
 dir=${TMPDIR:-/tmp}/oclsci-scaling
 mkdir -p "$dir"
-read -r -a launcher <<< "${MPIEXEC:-mpiexec}"
-if "${launcher[@]}" --version 2>&1 | grep -qi "open mpi\|openrte"; then
-    for var in PYTHONPATH OCL_ICD_VENDORS PYTHONUNBUFFERED OCLSCI_MPI_OVERLAP \
-               OCLSCI_MPI_EXCHANGE_EVERY OCLSCI_MPI_NODE_RANKS; do launcher+=(-x "$var"); done
-fi
 export OCLSCI_MPI_OVERLAP=${OCLSCI_MPI_OVERLAP:-auto} OCLSCI_MPI_EXCHANGE_EVERY= \
     OCLSCI_MPI_NODE_RANKS=
 echo "oclsci $(python3 -m oclsci --version 2>&1 | tail -1); $P ranks; $N steps; $(date -u +%FT%TZ)"

@@ -16,27 +16,16 @@
 #
 # SIZE=n changes 512 (a quick check on a CPU: SIZE=24 N=20 OCLSCI_MPI_OVERLAP=1).
 # Needs oclsci importable by `python3` (installed, or PYTHONPATH=checkout, passed to the ranks
-# by the launcher: Open MPI's `-x VAR`, as below), mpi4py and about 0.5 GiB of host memory per
-# 512^3 grid, (P + 1) of them for the inputs (inputs go to ${TMPDIR:-/tmp}).
+# by the launcher: Open MPI's `-x VAR`, benchmarks/mpi_common.sh), mpi4py and about 0.5 GiB
+# of host memory per 512^3 grid, (P + 1) of them for the inputs (inputs go to ${TMPDIR:-/tmp}).
 set -u
-gpus() {
-    if [ -n "${OCLSCI_GPUS:-}" ]; then echo "$OCLSCI_GPUS"
-    elif command -v nvidia-smi > /dev/null; then nvidia-smi -L | grep -c '^GPU'
-    elif command -v rocm-smi > /dev/null; then rocm-smi --showid | grep -c 'GPU\['
-    else echo 1
-    fi
-}
+. "$(dirname "$0")/mpi_common.sh"  # gpus, launcher
 P=${1:-$(gpus)}
 N=${N:-1000}
 SIZE=${SIZE:-512}
 dir=${TMPDIR:-/tmp}/oclsci-stencil-scaling
 mkdir -p "$dir"
 : > "$dir/times"
-read -r -a launcher <<< "${MPIEXEC:-mpiexec}"
-if "${launcher[@]}" --version 2>&1 | grep -qi "open mpi\|openrte"; then
-    for var in PYTHONPATH OCL_ICD_VENDORS PYTHONUNBUFFERED OCLSCI_MPI_OVERLAP \
-               OCLSCI_MPI_EXCHANGE_EVERY OCLSCI_MPI_NODE_RANKS; do launcher+=(-x "$var"); done
-fi
 # Empty: the default (overlapped on GPUs), and a measured plan where constants are cached.
 export OCLSCI_MPI_OVERLAP=${OCLSCI_MPI_OVERLAP:-} OCLSCI_MPI_EXCHANGE_EVERY= \
     OCLSCI_MPI_NODE_RANKS=

@@ -21,9 +21,8 @@ from oclsci.jacobi.overlap import OverlappedJacobi
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
 from oclsci.kernelspec.registry import cache_key
-from oclsci.mpi.constants import run_constants
 from oclsci.mpi.overlap import OverlappedSlab
-from oclsci.mpi.slabplan import ModelGrid, Workload, measured_plan, plan_words
+from oclsci.mpi.slabplan import ModelGrid, Workload, agreed_plan, measured_plan, plan_words
 from oclsci.mpi.slabplan import kernel_rate as slab_kernel_rate
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
@@ -87,12 +86,9 @@ class DistributedJacobi:
         self.compute = compute
         self.m, self.n = (int(v) for v in shape)
         self.dtype = np.dtype(dtype)
-        # A plan from the measured constants (oclsci tune --mpi) unless a variable or
-        # ``exchange_every`` says otherwise; else the fixed rules.
-        constants = run_constants(world, compute) if exchange_every is None else None
-        measured = world.bcast(world.agree(
-            lambda: self._measured_plan(constants, kernel, config, strip_config)
-            if world.is_root and constants is not None else None))
+        # A plan from the measured constants (oclsci tune --mpi), else the fixed rules.
+        measured = agreed_plan(world, compute, exchange_every, lambda constants:
+                               self._measured_plan(constants, kernel, config, strip_config))
         self.plan = measured[0] if measured else None
         if measured:
             _, config, strip_config = measured

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from oclsci.kernelspec.registry import cache_disabled, load_cache
+from oclsci.mpi.constants import run_constants
 from oclsci.mpi.plan import Constants, Plan, Run, choose_plan
 from oclsci.mpi.slabs import Decomposition, exchange_period
 from oclsci.mpi.subslabs import sub_slabs
@@ -77,6 +78,16 @@ def measured_plan(constants: Constants, grid: ModelGrid, work: Workload,
     fits = plan.period % steps == 0 and (
         not plan.overlapped or sub_slabs(work.slabs(plan.period)) is not None)
     return (plan, interior, strip) if fits else None
+
+
+def agreed_plan(world: Any, compute: Any, exchange_every: int | None,
+                find: Callable[[Constants], Any]) -> Any:
+    """What ``find(constants)`` returns on rank 0, on every rank (collective): a workload's
+    measured plan where ``oclsci tune --mpi`` cached this node's constants; None where none
+    are cached, a variable overrides the plan, or ``exchange_every`` is given."""
+    constants = run_constants(world, compute) if exchange_every is None else None
+    return world.bcast(world.agree(
+        lambda: find(constants) if world.is_root and constants is not None else None))
 
 
 def kernel_rate(compute: Any, key: str, name: str, make_solver: Callable[[], Any],

@@ -31,9 +31,8 @@ import numpy as np
 
 from oclsci.checkpoints import stop_error
 from oclsci.errors import Interrupted
-from oclsci.mpi.constants import run_constants
 from oclsci.mpi.overlap import OverlappedSlab
-from oclsci.mpi.slabplan import ModelGrid, Workload, measured_plan, plan_words
+from oclsci.mpi.slabplan import ModelGrid, Workload, agreed_plan, measured_plan, plan_words
 from oclsci.mpi.slabs import DEFAULT_MIN_EXCHANGE_STEPS, Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
@@ -123,12 +122,10 @@ class DistributedStencil:
         self.shape = tuple(shape)
         self.axis = "planes" if len(self.shape) == 3 else "rows"
         self.radius = radius = skeleton.expression.radius
-        # A plan from the measured constants (oclsci tune --mpi) unless a variable or
-        # ``exchange_every`` says otherwise; else the fixed rules.
-        constants = run_constants(world, compute) if exchange_every is None else None
-        measured = world.bcast(world.agree(
-            lambda: self._measured_plan(compute, skeleton, kernel, kernel_params, constants)
-            if world.is_root and constants is not None else None))
+        # A plan from the measured constants (oclsci tune --mpi), else the fixed rules.
+        measured = agreed_plan(world, compute, exchange_every, lambda constants:
+                               self._measured_plan(compute, skeleton, kernel, kernel_params,
+                                                   constants))
         self.plan = measured[0] if measured else None
         if measured:
             _, candidates, strip_candidates = measured
