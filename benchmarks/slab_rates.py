@@ -3,12 +3,14 @@ the rate of one rank's slab (docs/mpi.md, "Four GPUs of one node"). One process,
 
     OCLSCI_TUNE_CACHE=off python3 benchmarks/slab_rates.py [--shapes 16384x16384,4079x16384]
                                                           [--auto-only]
+                                                          [--variant trim_fill=false]
 
 For each shape: the configuration ``auto`` runs, then the same with other segment heights
 (``seg_h``): powers of two and the heights that cut the grid into k equal segments. Each line
 gives the work-groups of a launch, the waves they make on the device's compute units (the
 spec's estimate of resident groups per unit) and the rate in G cell updates per second
-(the tuner's timing: best of two runs of at least ``--seconds``).
+(the tuner's timing: best of two runs of at least ``--seconds``). Each ``--variant`` adds a
+line: auto's configuration with those parameter values (the spec's kinds: true/false).
 """
 
 from __future__ import annotations
@@ -18,11 +20,18 @@ import math
 
 import numpy as np
 
-from oclsci.jacobi.kernels import KernelConfig
+from oclsci.jacobi.kernels import KERNELS, KernelConfig
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.jacobi.specs.streaming import halos, resident_groups
 from oclsci.jacobi.tuner import device_facts, time_per_step
 from oclsci.runtime.device import create_context
+
+
+def variant_params(kernel: str, text: str) -> dict:
+    """``NAME=VALUE,..`` as values of the kinds ``kernel``'s parameters declare."""
+    params = {param.name: param for param in KERNELS[kernel].params}
+    pairs = (item.split("=", 1) for item in text.split(","))
+    return {name: params[name].parse(value) for name, value in pairs}
 
 
 def main() -> None:
@@ -30,7 +39,9 @@ def main() -> None:
     parser.add_argument("--shapes", default="16384x16384,8175x16384,4079x16384,4130x16384")
     parser.add_argument("--seconds", type=float, default=0.3)
     parser.add_argument("--auto-only", action="store_true",
-                        help="time only the configuration auto runs")
+                        help="time only the configuration auto runs (and the variants)")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=VALUE,..",
+                        help="also time auto's configuration with these parameter values")
     args = parser.parse_args()
     compute = create_context()
     facts = device_facts(compute)
@@ -42,9 +53,15 @@ def main() -> None:
         solver = JacobiSolver(compute, rhs, dtype=np.float32, kernel="auto")
         base = solver.config
         print(f"\n{m}x{n}: auto = {base.describe()}")
-        if args.auto_only or base.name != "streaming":
+        seconds = time_per_step(solver, args.seconds)
+        print(f"auto: {m * n / seconds / 1e9:7.1f} G cell/s", flush=True)
+        for text in args.variant:
+            changed = variant_params(base.name, text)
+            solver.reconfigure(KernelConfig(base.name, dict(base.values(), **changed),
+                                            base.local_size))
             seconds = time_per_step(solver, args.seconds)
-            print(f"auto: {m * n / seconds / 1e9:7.1f} G cell/s", flush=True)
+            print(f"auto with {text}: {m * n / seconds / 1e9:7.1f} G cell/s", flush=True)
+        if args.auto_only or base.name != "streaming":
             continue
         params = base.values()
         strips = math.ceil((n + 1) / halos(params)[1])
