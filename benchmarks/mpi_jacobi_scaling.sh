@@ -6,7 +6,9 @@
 # (default 32 48: multiples of both temporal's 8 or 16 and streaming's 16 steps per launch in
 # float32; other periods add a launch per exchange); rows between the node's ranks through
 # MPI's copy (OCLSCI_MPI_NODE_RANKS=1) rather than shared memory (the default); a short run
-# (2000 steps: start-up skew between ranks included). Every strong-scaling output is compared
+# (2000 steps: start-up skew between ranks included). The exchange plan is the measured one
+# where `oclsci tune --mpi` has cached the node's constants (with OCLSCI_MPI_OVERLAP unset),
+# else the fixed rules; the `mpi` line says which. Every strong-scaling output is compared
 # bit for bit with one GPU's (the weak run's grid has no one-GPU run). Compare figures within
 # one run only.
 #
@@ -25,7 +27,8 @@ SIZE=${SIZE:-16384}
 PERIODS=${PERIODS:-32 48}
 dir=${TMPDIR:-/tmp}/oclsci-scaling
 mkdir -p "$dir"
-export OCLSCI_MPI_OVERLAP=${OCLSCI_MPI_OVERLAP:-auto} OCLSCI_MPI_EXCHANGE_EVERY= \
+# Empty: the default (overlapped on GPUs), and a measured plan where constants are cached.
+export OCLSCI_MPI_OVERLAP=${OCLSCI_MPI_OVERLAP:-} OCLSCI_MPI_EXCHANGE_EVERY= \
     OCLSCI_MPI_NODE_RANKS=
 echo "oclsci $(python3 -m oclsci --version 2>&1 | tail -1); $P ranks; $N steps; $(date -u +%FT%TZ)"
 python3 - "$P" "$dir" "$SIZE" <<'PY'
