@@ -6,7 +6,7 @@ one period each, then the rows between them are copied, on one queue, as a rank 
 kernel (oclsci.mpi.rowcopy, as a rank does now). One process, one device:
 
     python3 benchmarks/period_parts.py [--size 16384] [--ranks 4] [--periods 200]
-                                       [--strip-kernel NAME]
+                                       [--strip-kernel NAME] [--strips-write all]
 
 (``--size 256 --periods 5`` checks it on a CPU in seconds.) Prints the device time per period
 of each part (profiling events), and per way of copying their sum and the span from the first
@@ -37,6 +37,9 @@ def main() -> None:
                         help="periods timed per way of copying")
     parser.add_argument("--strip-kernel", default="auto",
                         help="the strips' kernel (default: what auto means for them)")
+    parser.add_argument("--strips-write", choices=("owned", "all"), default="owned",
+                        help="the rows the strips' launches write: their owned rows where one "
+                             "launch makes the period (as a rank does), or all of them")
     args = parser.parse_args()
     compute = create_context()
     queue, n, dtype = compute.queue, args.size, np.float32
@@ -56,9 +59,12 @@ def main() -> None:
     for index in mine:
         piece = decomposition.slabs[index]
         rhs = rng.random((piece.hi - piece.lo, n), dtype=dtype)
-        solvers[index] = JacobiSolver(compute, rhs, dtype=dtype,
-                                      config=strip_config if index in strips
-                                      else interior_config)
+        config = strip_config if index in strips else interior_config
+        owned = (piece.first - piece.lo, piece.stop - piece.lo)
+        solvers[index] = JacobiSolver(compute, rhs, dtype=dtype, config=config,
+                                      rows_read=owned if index in strips
+                                      and args.strips_write == "owned"
+                                      and config.steps_per_launch == period else None)
     copies = [(source, dest, first, stop) for source, dest, first, stop
               in decomposition.transfers() if source in solvers and dest in solvers]
     order = sorted(mine, key=lambda index: (index not in strips, index))
@@ -68,7 +74,8 @@ def main() -> None:
     count = sum(len(solvers[dest].x_buffers) for _, dest, _, _ in copies)
     print(f"{compute.device.name}: rank {rank} of {args.ranks} on {n}^2, period {period}; "
           f"pieces {[decomposition.slabs[i].rows for i in order]} rows; interior "
-          f"{interior_config.describe()}; strips {strip_config.describe()}")
+          f"{interior_config.describe()}; strips {strip_config.describe()}, writing "
+          f"{args.strips_write} rows")
     separate, fused = f"{count} copies", "copy kernel"
     parts: dict[str, list[float]] = {}
     sums: dict[str, list[float]] = {separate: [], fused: []}

@@ -9,12 +9,16 @@
   are a halo recomputed by the neighbouring groups, and only the inner tile is written.
   Each update evaluates ((((up + down) + left) + right) - b) * 0.25 exactly as NumPy does, so
   the result is bit-exact. Cells outside the interior keep their value.
-  Global size (ceil(n / tile_w) * local_w, ceil(m / tile_h) * local_h), tile = span - 2 halo.
+  With row_window, the tiles start at row row_first (runtime: only the rows a caller reads,
+  from there); without, at row 1 (the kernel ignores row_first).
+  Global size (ceil(n / tile_w) * local_w, ceil(h / tile_h) * local_h), tile = span - 2 halo,
+  h the rows from row_first that the tiles cover (m with row_first 1).
 </%doc>
 <%
     R, C, LW, LH, K = rows, cols, local_w, local_h, max_steps
     SW, SH = LW * C, LH * R
     TW, TH = SW - 2 * K, SH - 2 * K
+    first_row = "row_first" if row_window else "1"  # the first tile's first row
     assert TW >= 1 and TH >= 1, "span too small for the halo"
     double_buffer = buffers == 2
     rr = range(R)
@@ -30,7 +34,7 @@
 __kernel __attribute__((reqd_work_group_size(LW, LH, 1)))
 void jacobi_temporal(__global real_t *restrict x_new, __global const real_t *restrict x_old,
                      __global const real_t *restrict rhs, int m, int n, int row_stride,
-                     int steps)
+                     int steps, int row_first)
 {
     __local real_t west[${buffers * SH * LW}];    // left column of each block
     __local real_t east[${buffers * SH * LW}];    // right column
@@ -38,7 +42,7 @@ void jacobi_temporal(__global real_t *restrict x_new, __global const real_t *res
     __local real_t south[${buffers * LH * C * LW}];  // bottom row
     const int lx = get_local_id(0), ly = get_local_id(1);
     // Global (row, column) of this work-item's first cell.
-    const int i0 = (int)get_group_id(1) * ${TH} + 1 - ${K} + ly * ${R};
+    const int i0 = (int)get_group_id(1) * ${TH} + ${first_row} - ${K} + ly * ${R};
     const int j0 = (int)get_group_id(0) * ${TW} + 1 - ${K} + lx * ${C};
     // Neighbours' indices, clamped at the span's edge (the halo's outer cells may be wrong).
     const int lxw = max(lx - 1, 0), lxe = min(lx + 1, LW - 1);
@@ -116,7 +120,7 @@ void jacobi_temporal(__global real_t *restrict x_new, __global const real_t *res
     }
 
     // Write the inner tile back.
-    const int lo_i = (int)get_group_id(1) * ${TH} + 1, lo_j = (int)get_group_id(0) * ${TW} + 1;
+    const int lo_i = (int)get_group_id(1) * ${TH} + ${first_row}, lo_j = (int)get_group_id(0) * ${TW} + 1;
 % for r in rr:
 %   for c in cc:
     if (row_in_${r} && col_in_${c} && i0 + ${r} >= lo_i && i0 + ${r} < lo_i + ${TH}

@@ -28,10 +28,13 @@
   (the global load's latency then passes while the levels compute plane a's steps).
   Parameters: radius, fields, params, uses_prev, update (through the macros U(i, j, k),
   UPREV, F_<name>(i, j, k): oclsci.stencil.codegen.blocked_params), stencil_text, local_w,
-  local_h, cells_x, cells_y, max_steps, pack_x, prefetch.
+  local_h, cells_x, cells_y, max_steps, pack_x, prefetch, windowed.
   Layout as the step kernel's (padded by radius, rows of row_stride elements).
-  Global size (ceil(p / tile_x) * local_w, ceil(n / tile_y) * local_h, ceil(m / seg));
-  local size (local_w, local_h, 1).
+  With windowed, the launch writes the planes z_first .. z_stop - 1 only (runtime), reading
+  the radius x max_steps planes on each side that they depend on; without, all planes (the
+  kernel then ignores z_first and z_stop: NVIDIA's code for it ran 4% faster).
+  Global size (ceil(p / tile_x) * local_w, ceil(n / tile_y) * local_h, ceil(w / seg)),
+  w = z_stop - z_first; local size (local_w, local_h, 1).
   Contraction into FMA is off: each operation is one IEEE operation, as in NumPy.
 </%doc>
 <%
@@ -102,14 +105,20 @@ void stencil_column(__global real_t *restrict u_new, __global const real_t *rest
 % for name in params:
                     const real_t p_${name},
 % endfor
-                    const real_t boundary, int m, int n, int p, int row_stride, int seg)
+                    const real_t boundary, int m, int n, int p, int row_stride, int seg,
+                    int z_first, int z_stop)
 {
     __local real_t planes[${K * SY * SX}];  // levels 0 .. max_steps - 1
     const long rs = row_stride;
     const long ps = (long)(n + ${2 * R}) * rs;
     const int gx0 = (int)get_group_id(0) * ${TX} - ${H}, gy0 = (int)get_group_id(1) * ${TY} - ${H};
-    const int z0 = (int)get_group_id(2) * seg;
+% if windowed:
+    const int z0 = z_first + (int)get_group_id(2) * seg;
+    const int z1 = min(z0 + seg, z_stop);
+% else:
+    const int z0 = (int)get_group_id(2) * seg;  // every plane (z_first 0, z_stop m)
     const int z1 = min(z0 + seg, m);
+% endif
     const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
 % for cy, cx in cells:
     const int xc_${cy}_${cx} = ${f"lx * {CX} + {cx}" if pack_x else f"lx + {LW * cx}"}, yc_${cy}_${cx} = ly * ${CY} + ${cy};

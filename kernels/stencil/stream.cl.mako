@@ -17,10 +17,14 @@
   (zero in the ring of radius cells); u.prev of level 1 comes from u_prev.
   Parameters: dims, radius, fields, params, uses_prev, update (through the macros U(...),
   UPREV, F_<name>(...): oclsci.stencil.codegen.blocked_params), stencil_text, local_w,
-  local_h (1 in 2-D), cells_x, cells_y (1 in 2-D), max_steps.
+  local_h (1 in 2-D), cells_x, cells_y (1 in 2-D), max_steps, windowed.
   Layout as the step kernel's (padded by radius, rows of row_stride elements).
-  Global size: 2-D (ceil(n / tile_x) * local_w, ceil(m / seg)); 3-D (ceil(p / tile_x) *
-  local_w, ceil(n / tile_y) * local_h, ceil(m / seg)); local size (local_w[, local_h], 1).
+  With windowed, the launch writes the planes z_first .. z_stop - 1 only (runtime), reading
+  the max_steps x radius planes on each side that they depend on; without, all planes (the
+  kernel ignores z_first and z_stop).
+  Global size: 2-D (ceil(n / tile_x) * local_w, ceil(w / seg)); 3-D (ceil(p / tile_x) *
+  local_w, ceil(n / tile_y) * local_h, ceil(w / seg)), w = z_stop - z_first; local size
+  (local_w[, local_h], 1).
   Contraction into FMA is off: each operation is one IEEE operation, as in NumPy.
 </%doc>
 <%
@@ -87,9 +91,9 @@ void stencil_stream(__global real_t *restrict u_new, __global const real_t *rest
 % endfor
                     const real_t boundary,
 % if three:
-                    int m, int n, int p, int row_stride, int seg)
+                    int m, int n, int p, int row_stride, int seg, int z_first, int z_stop)
 % else:
-                    int m, int n, int row_stride, int seg)
+                    int m, int n, int row_stride, int seg, int z_first, int z_stop)
 % endif
 {
     __local real_t planes[${K * Q * SY * SX}];  // levels 0 .. max_steps - 1
@@ -98,16 +102,16 @@ void stencil_stream(__global real_t *restrict u_new, __global const real_t *rest
     const long ps = (long)(n + ${2 * R}) * rs;
     const int nx = p, ny = n;
     const int gx0 = (int)get_group_id(0) * ${TX} - ${H}, gy0 = (int)get_group_id(1) * ${TY} - ${H};
-    const int z0 = (int)get_group_id(2) * seg;
+    const int z0 = ${"z_first + " if windowed else ""}(int)get_group_id(2) * seg;
     const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
 % else:
     const long ps = rs;
     const int nx = n;
     const int gx0 = (int)get_group_id(0) * ${TX} - ${H};
-    const int z0 = (int)get_group_id(1) * seg;
+    const int z0 = ${"z_first + " if windowed else ""}(int)get_group_id(1) * seg;
     const int lx = (int)get_local_id(0), ly = 0;
 % endif
-    const int z1 = min(z0 + seg, m);
+    const int z1 = min(z0 + seg, ${"z_stop" if windowed else "m"});
     const int first = z0 - ${H};                       // the first plane level 0 loads
     const int count = z1 - z0 + ${K * (2 * R + 1)};    // advances until the top passes z1
 % for cy, cx in cells:

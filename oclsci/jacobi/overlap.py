@@ -22,18 +22,22 @@ class JacobiPieces:
     iterate, written into both ping-pong buffers (the fixed rows are read from either)."""
 
     def __init__(self, compute: Any, rhs_rows: np.ndarray, x0_rows: np.ndarray | None, *,
-                 dtype: Any, config: Any, strip_config: Any = None):
+                 dtype: Any, config: Any, period: int, strip_config: Any = None):
         self.compute = compute
         self.rhs_rows, self.x0_rows = rhs_rows, x0_rows
         self.dtype, self.config, self.strip_config = dtype, config, strip_config
+        self.period = period
 
-    def solver(self, rows: slice, strip: bool) -> JacobiSolver:
-        """The sub-slab's solver for the slab's rows ``rows``."""
+    def solver(self, rows: slice, strip: bool, owned: slice) -> JacobiSolver:
+        """The sub-slab's solver for the slab's rows ``rows``; where one launch makes the
+        period, its full launches need to write only the ``owned`` rows (the exchange after
+        each refreshes the others)."""
+        config = self.strip_config if strip and self.strip_config else self.config
         return JacobiSolver(self.compute, self.rhs_rows[rows],
                             x0=None if self.x0_rows is None else self.x0_rows[rows],
-                            dtype=self.dtype,
-                            config=self.strip_config if strip and self.strip_config
-                            else self.config)
+                            dtype=self.dtype, config=config,
+                            rows_read=(owned.start, owned.stop)
+                            if config.steps_per_launch == self.period else None)
 
     @staticmethod
     def levels(solver: JacobiSolver) -> list[tuple[Any, list[Any]]]:
@@ -61,7 +65,8 @@ class OverlappedJacobi(OverlappedSlab):
                  strip_config: Any = None):
         super().__init__(world, compute, slab, pieces,
                          JacobiPieces(compute, rhs_rows, x0_rows, dtype=dtype, config=config,
-                                      strip_config=strip_config), period=period)
+                                      period=period, strip_config=strip_config),
+                         period=period)
 
     def residual_sum_of_squares(self, first_row: int, last_row: int) -> float:
         """Sum of the squared residual over the slab's padded rows first..last (owned)."""

@@ -72,12 +72,16 @@ class JacobiSolver:
     Rows and columns are numbered in the padded grid: 0 and m+1 (n+1) are the fixed boundary.
     ``rhs_checked=True``: the caller has checked that ``rhs`` holds finite values that fit
     ``dtype`` (the commands do, before choosing a device), so the solver skips that pass
-    over the grid; its shape and kind are still checked.
+    over the grid; its shape and kind are still checked. ``rows_read`` (first, stop: interior
+    rows counted from 0): the only rows read after each full launch (an MPI sub-slab whose
+    other rows an exchange refreshes after every launch of a whole period); kernels that can
+    (``temporal``) then write only the tiles over them in full launches, and the other rows
+    go stale. Launches of fewer steps write every row.
     """
 
     def __init__(self, compute: ComputeContext, rhs: Any, x0: Any = None, dtype: Any = np.float32,
                  kernel: str = "auto", config: KernelConfig | None = None,
-                 rhs_checked: bool = False):
+                 rhs_checked: bool = False, rows_read: tuple[int, int] | None = None):
         rhs = validate_rhs(rhs, check_finite=not rhs_checked)
         self.compute = compute
         self.dtype = compute.check_dtype(check_dtype(dtype))
@@ -91,6 +95,7 @@ class JacobiSolver:
             check_fits(x0, self.dtype, "x0")
         compute.warn_if_flushed(self.dtype, rhs, x0)
         self.m, self.n = rhs.shape
+        self.rows_read = rows_read
         # Pad rows to a multiple of 16 elements so that rows start aligned.
         self.row_stride = -(-(self.n + 2) // 16) * 16
         nbytes = 3 * (self.m + 2) * self.row_stride * self.dtype.itemsize
@@ -167,7 +172,13 @@ class JacobiSolver:
         # The kernel's arguments by name (its spec lists them in order).
         values: dict[str, Any] = {"rhs": self.rhs_buffer, "m": self.m, "n": self.n,
                                   "row_stride": self.row_stride,
-                                  "steps": self.steps_per_launch}
+                                  "steps": self.steps_per_launch, "row_first": 1}
+        # Full launches write the tiles over rows_read only, where the kernel can.
+        full_size, full_first = self.global_size, 1
+        if self.rows_read is not None and any(a.name == "row_first" for a in spec.arguments):
+            first, stop = self.rows_read
+            full_size = config.launch_shape(stop - first, self.n)[0]
+            full_first = first + 1
         layout = config.scratch_layout(self.m, self.n)
         if layout is not None:
             nbytes = layout["scratch_elements"] * self.dtype.itemsize
@@ -190,11 +201,13 @@ class JacobiSolver:
         for source in (0, 1):
             values.update(x_new=self.x_buffers[1 - source], x_old=self.x_buffers[source])
             args = [argument.value(values[argument.name]) for argument in spec.arguments]
-            kernel = programs.new_kernel(self.compute, spec.template, **params)
+            kernel = programs.new_kernel(self.compute, spec.template,
+                                         **dict(params, row_window=full_first != 1))
             if source == 0:
                 self._check_kernel_work_group(kernel)
-            kernel.set_args(*args)
-            self._launches.append(Launch(queue, kernel, self.global_size, self.local_size))
+            kernel.set_args(*[argument.value(dict(values, row_first=full_first)[argument.name])
+                              for argument in spec.arguments])
+            self._launches.append(Launch(queue, kernel, full_size, self.local_size))
             if multi_step:
                 remainder = programs.new_kernel(self.compute, spec.template, **params)
                 remainder.set_args(*args)

@@ -40,9 +40,11 @@ class Pieces(Protocol):
     """What a workload tells :class:`OverlappedSlab` (its solvers have ``advance``,
     ``iteration``, ``steps_per_launch``, ``config`` and ``dtype``)."""
 
-    def solver(self, rows: slice, strip: bool) -> Any:
+    def solver(self, rows: slice, strip: bool, owned: slice) -> Any:
         """The solver of a sub-slab holding the slab's rows ``rows`` (counted from the
-        slab's first held row, ``slab.lo``); ``strip``: it sends rows to other ranks."""
+        slab's first held row, ``slab.lo``); ``strip``: it sends rows to other ranks;
+        ``owned``: its own rows among them (counted from its first), the only ones read
+        between exchanges (the others are ghost rows, which every exchange refreshes)."""
 
     def levels(self, solver: Any) -> list[tuple[Any, list[Any]]]:
         """Per level that travels, in one order on every rank: the buffer its rows are read
@@ -75,7 +77,8 @@ class OverlappedSlab:
                   if owners[source] == rank and owners[dest] != rank}
         self.solvers: dict[int, Any] = {
             index: adapter.solver(slice(piece.lo - slab.lo, piece.hi - slab.lo),
-                                  index in strips)
+                                  index in strips,
+                                  slice(piece.first - piece.lo, piece.stop - piece.lo))
             for index, piece in self.pieces.items()}
         any_solver = next(iter(self.solvers.values()))
         interior = [solver for index, solver in self.solvers.items() if index not in strips]
@@ -265,9 +268,9 @@ class OverlappedSlab:
         """How long a device waited for the exchanges, for summaries (collective)."""
         exposed = self.exposed_seconds
         exposed = self.world.allreduce_max(-1.0 if exposed is None else exposed)
-        return "overlapped with the interior's steps, " + (
-            f"a device waited {exposed:.4f} s for them after its own (at most on a rank)"
-            if exposed >= 0 else "device waits not measured (no profiling)")
+        return (f"a device waited {exposed:.4f} s for the exchanges after its own steps (at "
+                "most on a rank)" if exposed >= 0
+                else "device waits for the exchanges not measured (no profiling)")
 
     def allreduce_sum(self, value: float) -> float:
         """The sum of ``value`` over ranks."""

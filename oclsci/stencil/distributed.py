@@ -38,7 +38,7 @@ from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.stencil.kernels import choose
 from oclsci.stencil.problem import Problem
-from oclsci.stencil.solver import StencilSolver, padded_layout, stencil_geometry
+from oclsci.stencil.solver import NeededLayers, StencilSolver, padded_layout, stencil_geometry
 from oclsci.stencil.tuner import kernel_rate
 
 
@@ -72,22 +72,29 @@ class StencilPieces:
     """How a stencil slab's sub-slabs are made (:class:`oclsci.mpi.overlap.Pieces`): each a
     :class:`StencilSolver` of its layers of ``local`` (the rank's slab problem: layers
     ``lo..hi-1`` of u, u.prev and the read-only fields, whose ghost layers never change), the
-    strips trying ``strip_candidates``, the interior ``candidates``. The levels that travel:
-    u.prev's (with u.prev) and u's, each read from and written into the buffer that the next
-    step reads (the kernels write every held layer of the others)."""
+    strips trying ``strip_candidates``, the interior ``candidates``; the strips' kernels,
+    where they can write some layers only, write those that the ``period`` steps to the next
+    exchange need (the interior's would save little: its kernel built for all layers runs
+    faster on NVIDIA's GPUs, docs/mpi.md). The levels that travel: u.prev's (with u.prev)
+    and u's, each read from and written into the buffer that the next step reads (the
+    exchange refreshes every ghost layer there)."""
 
-    def __init__(self, compute: Any, local: Problem, candidates: list, strip_candidates: list):
-        self.compute, self.local = compute, local
+    def __init__(self, compute: Any, local: Problem, candidates: list, strip_candidates: list,
+                 period: int):
+        self.compute, self.local, self.period = compute, local, period
         self.candidates, self.strip_candidates = candidates, strip_candidates
 
-    def solver(self, rows: slice, strip: bool) -> StencilSolver:
-        """The sub-slab's solver for the slab's layers ``rows``."""
+    def solver(self, rows: slice, strip: bool, owned: slice) -> StencilSolver:
+        """The sub-slab's solver for the slab's layers ``rows``, of which ``owned`` (counted
+        from its first) are its own."""
         local = self.local
         piece = dataclasses.replace(
             local, u0=local.u0[rows], prev0=None if local.prev0 is None else local.prev0[rows],
             fields={name: array[rows] for name, array in local.fields.items()})
         return StencilSolver(self.compute, piece, candidates=self.strip_candidates if strip
-                             else self.candidates)
+                             else self.candidates,
+                             needed=NeededLayers(owned.start, owned.stop, self.period)
+                             if strip else None)
 
     @staticmethod
     def levels(solver: StencilSolver) -> list[tuple[Any, list[Any]]]:
@@ -158,7 +165,7 @@ class DistributedStencil:
             f"; whole slabs, too thin to overlap the exchange (strips of "
             f"{self.decomposition.halo} {self.axis} beside an interior at least as high)")
         if pieces is not None:
-            adapter = StencilPieces(compute, local, candidates, strip_candidates)
+            adapter = StencilPieces(compute, local, candidates, strip_candidates, self.period)
             self.solver = world.agree(lambda: OverlappedSlab(world, compute, self.slab, pieces,
                                                              adapter, period=self.period))
             self.halo = self.solver

@@ -13,6 +13,7 @@ before it. Steps that do not fill a launch go in one launch of a kernel built fo
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -78,8 +79,27 @@ def program(problem: Problem, dtype: np.dtype, config: StencilConfig) -> tuple[s
     blocked = config.spec.steps_param is not None
     params = (config.spec.codegen or (blocked_params if blocked else template_params))(
         problem.expression, problem.u0.ndim, dtype)
-    params.update(config.template_params())
+    params.update(config.template_params(), windowed=False)  # every layer (StencilSolver: some)
     return config.spec.template, build_options(problem), params
+
+
+@dataclass(frozen=True)
+class NeededLayers:
+    """Layers ``first`` .. ``stop - 1`` along the grid's slowest axis are the only ones read
+    at the iterations that are multiples of ``period``, and after any launch: the others may
+    go stale (an MPI strip's ghost layers, which every exchange refreshes)."""
+
+    first: int
+    stop: int
+    period: int
+
+    def window(self, iteration: int, steps: int, radius: int, layers: int) -> tuple[int, int]:
+        """The layers that a launch of ``steps`` steps from ``iteration`` must write: these,
+        and ``radius`` more on each side per step that follows it before the next multiple
+        of the period (clipped to the grid's ``layers``)."""
+        after = -(iteration + steps) % self.period
+        return (max(0, self.first - radius * after),
+                min(layers, self.stop + radius * after))
 
 
 class StencilSolver:
@@ -87,11 +107,14 @@ class StencilSolver:
     run: :meth:`advance`). ``kernel``: a name of :data:`oclsci.stencil.kernels.KERNELS` or
     ``auto`` (a configuration tuned for the device first: :func:`oclsci.stencil.kernels.choose`);
     ``kernel_params`` override the kernel's defaults; ``candidates``, when given, are the
-    configurations to try instead (best first: the first that builds runs)."""
+    configurations to try instead (best first: the first that builds runs). With ``needed``
+    (:class:`NeededLayers`), kernels that can write some layers only (those taking
+    ``z_first`` and ``z_stop``) write those that will be read, and the others go stale."""
 
     def __init__(self, compute: ComputeContext, problem: Problem, kernel: str = "auto",
                  kernel_params: Mapping | None = None,
-                 candidates: list[StencilConfig] | None = None):
+                 candidates: list[StencilConfig] | None = None,
+                 needed: NeededLayers | None = None):
         self.compute = compute
         self.problem = problem
         self.dtype = compute.check_dtype(problem.dtype)
@@ -119,14 +142,16 @@ class StencilSolver:
             self.levels.append(self._upload(problem.u0, problem.boundary))
         self.field_buffers = [self._upload(array, self.dtype.type(0), writable=False)
                               for array in problem.fields.values()]
-        self._launches: dict[int, list[Launch]] = {}
+        self.needed = needed
+        self._launches: dict[tuple[int, int, int], list[Launch]] = {}
         for index, config in enumerate(candidates):
             # auto's fallbacks may leave the blocked kernels for the one-step kernel, which
             # keeps one level fewer with u.prev (the buffers were made for the first).
             self.config, self.blocked = config, config.spec.steps_param is not None
             del self.levels[(4 if self.blocked else 3) if uses_prev else 2:]
             try:
-                self._launches[config.steps_per_launch] = self._build(config)
+                self._launches[(config.steps_per_launch, *self._all_layers)] = \
+                    self._build(config, self._all_layers)
                 break
             except WorkGroupTooLarge:
                 if index == len(candidates) - 1:
@@ -158,7 +183,11 @@ class StencilSolver:
                                                   else (second, first))
         return prev_in, cur_in, prev_out, cur_out
 
-    def _arguments(self, config: StencilConfig, rotation: int) -> list:
+    @property
+    def _all_layers(self) -> tuple[int, int]:
+        return 0, self.problem.shape[0]
+
+    def _arguments(self, config: StencilConfig, rotation: int, values: Mapping) -> list:
         prev_in, current, prev_out, following = self._roles(rotation)
         args = [following, current]
         if prev_in is not None:
@@ -168,13 +197,16 @@ class StencilSolver:
         if self.blocked:
             args.append(self.problem.boundary)
         args += [np.int32(size) for size in self.problem.shape] + [np.int32(self.row_stride)]
-        args += config.spec.bind(config.params)
+        args += config.spec.bind(values)
         return args
 
-    def _build(self, config: StencilConfig) -> list[Launch]:
-        """One launch of ``config`` per rotation of the buffers, arguments set once."""
+    def _build(self, config: StencilConfig, window: tuple[int, int]) -> list[Launch]:
+        """One launch of ``config`` per rotation of the buffers, arguments set once; it writes
+        the layers ``window`` (first, stop) where the kernel can write some only."""
         template, options, params = program(self.problem, self.dtype, config)
-        global_size, local_size = config.spec.launch(config.params, self.geo)
+        params["windowed"] = window != self._all_layers
+        values = dict(config.params, z_first=window[0], z_stop=window[1])
+        global_size, local_size = config.spec.launch(values, self.geo)
         launches = []
         for rotation in range(2 if self.blocked else len(self.levels)):
             kernel = programs.new_kernel(self.compute, template, options=options, **params)
@@ -182,16 +214,25 @@ class StencilSolver:
                     programs.kernel_work_group_size(self.compute, kernel):
                 raise WorkGroupTooLarge(f"kernel {config.describe()}: work-groups of "
                                         f"{int(np.prod(local_size))} too large here")
-            kernel.set_args(*self._arguments(config, rotation))
+            kernel.set_args(*self._arguments(config, rotation, values))
             launches.append(Launch(self.compute.queue, kernel, global_size, local_size))
         return launches
 
     def _launch(self, steps: int) -> Launch:
-        if steps not in self._launches:
-            self._launches[steps] = self._build(self.config.with_steps(steps))
-        launches = self._launches[steps]
+        window = self._all_layers
+        if self.needed is not None and self.windowed:
+            window = self.needed.window(self.iteration, steps, self.radius, window[1])
+        key = (steps, *window)
+        if key not in self._launches:
+            self._launches[key] = self._build(self.config.with_steps(steps), window)
+        launches = self._launches[key]
         rotation = self.phase if self.blocked else self.iteration
         return launches[rotation % len(launches)]
+
+    @property
+    def windowed(self) -> bool:
+        """Whether the kernel can write some layers only (it takes z_first and z_stop)."""
+        return any(argument.name == "z_first" for argument in self.config.spec.arguments)
 
     def _after(self, steps: int) -> None:
         self.iteration += steps

@@ -234,3 +234,30 @@ def test_strided_integer_and_fortran_inputs_upload_exactly(compute):
     padded = solver.read_rows(0, solver.m + 2)
     assert not padded[[0, -1]].any() and not padded[:, 0].any()
     assert not padded[:, solver.n + 1:].any()
+
+
+@pytest.mark.parametrize("params", [
+    {"rows": 2, "cols": 2, "local_w": 8, "local_h": 4, "max_steps": 3, "buffers": 2},
+    {"rows": 1, "cols": 1, "local_w": 8, "local_h": 8, "max_steps": 2, "buffers": 1}])
+def test_rows_read_only(compute, params):
+    """``rows_read`` (an MPI sub-slab's owned rows, the others refreshed after each launch):
+    ``temporal``'s full launches give those rows' bits and leave the rows before them as
+    they were; a launch of fewer steps writes every row, as without it."""
+    rng = np.random.default_rng(5)
+    rhs, x0 = rng.standard_normal((40, 23)), rng.standard_normal((40, 23))
+    config = KernelConfig("temporal", params)
+    steps = config.steps_per_launch
+    first, stop = 17, 26
+    solver = JacobiSolver(compute, rhs, x0=x0, dtype=np.float64, config=config,
+                          rows_read=(first, stop))
+    solver.advance(steps)
+    got, want = solver.read(), jacobi_numpy(rhs, steps, x0=x0, dtype=np.float64)
+    assert np.array_equal(got[first:stop], want[first:stop])
+    assert np.array_equal(got[:first], x0[:first])  # not written: stale
+    # The exchange refreshes the other rows (here: from the reference), then a short launch.
+    rows = solver.read_rows(1, solver.m)
+    rows[:, 1:solver.n + 1] = want
+    solver.write_rows(1, rows)
+    solver.advance(steps - 1)
+    assert np.array_equal(solver.read(), jacobi_numpy(rhs, 2 * steps - 1, x0=x0,
+                                                      dtype=np.float64))

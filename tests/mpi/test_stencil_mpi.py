@@ -315,6 +315,8 @@ OVERLAPPED = [
     ("2d-r2-prev-field", ("step",), 2, "", 3, (25, 13), None),
     ("3d-r1-field", ("step",), 3, "1", 1, None, 2),
     ("3d-r2-prev", ("stream",), 2, "", 3, (25, 5, 6), None),
+    ("3d-r1-field", ("column", "local_w=8", "local_h=4", "cells_y=2", "max_steps=2", "seg=5"),
+     3, "", 4, (37, 6, 7), 2),
     ("2d-r1-field", ("auto",), 4, "", 1, None, 3),
 ]
 
@@ -343,7 +345,8 @@ def test_overlapped_exchange_bit_identical(tmp_path, name, kernel, ranks, node_r
     assert re.search(r"sub-slabs of [\d+]+ (rows|planes), exchanges overlapped with the "
                      r"interior's steps, rows through (MPI|shared memory) on rank 0\)",
                      result.stdout), result.stdout
-    assert re.search(r"a device waited [\d.]+ s for them after its own", result.stdout)
+    assert re.search(r"a device waited [\d.]+ s for the exchanges after its own steps",
+                     result.stdout)
     if resumed_on:
         total = STEPS + 6
         resumed = [a if a != STEPS else total for a in args]

@@ -12,7 +12,7 @@ from test_stencil_kernels import CASES, DTYPES, _inputs, _skip_without_fp64
 from oclsci.errors import InvalidArgumentError, UnknownNameError
 from oclsci.stencil import Stencil
 from oclsci.stencil.kernels import KERNELS, auto_kernel, configurations
-from oclsci.stencil.solver import stencil_geometry
+from oclsci.stencil.solver import NeededLayers, StencilSolver, stencil_geometry
 from oclsci.stencil.specs import Geometry
 
 STEPS = 7  # leaves a remainder after launches of 2 or 3 steps
@@ -215,3 +215,45 @@ def test_auto_falls_back_to_the_one_step_kernel(compute, monkeypatch, expression
     assert solver.config.spec.name == "step"
     solver.advance(9)
     assert np.array_equal(solver.read(), stencil.reference(u0, 9))
+
+
+@pytest.mark.parametrize("kernel,case,shape", [
+    ("column", "heat-3d-7-point", (23, 6, 7)), ("column", "wave-3d-prev", (23, 5, 6)),
+    ("stream", "star-13-point-radius-2", (31, 18)), ("stream", "heat-3d-7-point", (23, 6, 7))])
+def test_needed_layers_only(compute, kernel, case, shape):
+    """With :class:`NeededLayers` (an MPI sub-slab's owned layers, all others refreshed at
+    every exchange), the kernels that can write some layers only give the needed layers'
+    bits after every chunk of steps (chunks that cut launches and periods), and leave the
+    layers beyond the launch's reach as they were."""
+    stencil, names, _ = CASES[case]
+    u0, fields = _inputs(shape, names, np.float64)
+    prev = np.roll(u0, 1) if stencil.expression.uses_prev else None
+    problem = stencil.problem(u0, 8, fields=fields, prev=prev, dtype=np.float64)
+    radius, period, needed = stencil.expression.radius, 4, slice(10, 13)
+    solver = StencilSolver(compute, problem, kernel,
+                           small_config(kernel, len(shape), radius),
+                           needed=NeededLayers(needed.start, needed.stop, period))
+    assert solver.windowed and solver.steps_per_launch == 2
+    solver.advance(2)  # writes the needed layers and radius x 2 on each side
+    untouched = slice(0, needed.start - 2 * radius)
+    assert np.array_equal(solver.read()[untouched], u0[untouched])
+    done = 2
+    for chunk in (1, 1, 3, 1):  # as a run cuts them: never across an exchange
+        solver.advance(chunk)
+        done += chunk
+        want = stencil.reference(u0, done, fields=fields, prev=prev, dtype=np.float64)
+        got = solver.read()
+        assert np.array_equal(got[needed], want[needed]), f"after {done} steps"
+        if done % period == 0:  # the exchange: every other layer refreshed
+            refresh(solver, want, stencil.reference(u0, done - 1, fields=fields, prev=prev,
+                                                    dtype=np.float64))
+
+
+def refresh(solver: StencilSolver, current: np.ndarray, previous: np.ndarray) -> None:
+    """Overwrite every level the next step reads with the reference's (what an exchange does
+    to the ghost layers)."""
+    for level, values in zip(solver.halo_levels, (previous, current)[-len(solver.halo_levels):],
+                             strict=True):
+        padded = np.full(solver.layout, solver.problem.boundary, dtype=solver.dtype)
+        padded[tuple(slice(solver.radius, solver.radius + s) for s in values.shape)] = values
+        level.write_rows(0, padded)

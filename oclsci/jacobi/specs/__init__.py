@@ -20,6 +20,9 @@ GRID_ARGUMENTS = (Argument("x_new", "buffer"), Argument("x_old", "buffer"),
                   Argument("rhs", "buffer"), Argument("m"), Argument("n"),
                   Argument("row_stride"))
 STEPS = Argument("steps")
+# The first row a launch's tiles start at (1: all; a kernel taking it may write some rows only:
+# JacobiSolver's rows_read).
+ROW_FIRST = Argument("row_first")
 
 # The cost model's device figures: launch overheads, rates and bandwidth (a rough guide).
 CPU_LAUNCH, CPU_STREAM_PER_CU, CPU_CACHE_PER_CU = 20e-6, 3e8, 2e9

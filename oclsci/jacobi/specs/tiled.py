@@ -20,6 +20,7 @@ from oclsci.jacobi.specs import (
     GPU_LAUNCH,
     GPU_LAUNCH_HOST,
     GRID_ARGUMENTS,
+    ROW_FIRST,
     STEPS,
     JacobiSpec,
     streaming_cost,
@@ -247,7 +248,8 @@ def temporal_cost(p: Mapping, local_size: Any, shape: tuple[int, int], itemsize:
 TEMPORAL = JacobiSpec(
     name="temporal", template="jacobi/temporal",
     summary="temporal blocking in registers, for GPUs",
-    params=TEMPORAL_PARAMS, arguments=GRID_ARGUMENTS + (STEPS,), launch=temporal_launch,
+    params=TEMPORAL_PARAMS, arguments=GRID_ARGUMENTS + (STEPS, ROW_FIRST),
+    launch=temporal_launch, derived=lambda p: {"row_window": False},
     defaults=temporal_defaults, cost=temporal_cost, steps_param="max_steps",
     work_group=lambda p: (p["local_w"], p["local_h"]), local_mem=temporal_local_mem,
     check=temporal_check,

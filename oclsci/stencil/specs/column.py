@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from oclsci.kernelspec import GPU, Argument, Param
 from oclsci.stencil.language import UPDATED
 from oclsci.stencil.specs import Geometry, StencilKernelSpec, blocked_steps, span, tile
-from oclsci.stencil.specs.stream import launch
+from oclsci.stencil.specs.stream import WINDOW_ARGUMENTS, launch
 
 PARAMS = (
     Param("local_w", high=1024), Param("local_h", high=1024),
@@ -134,5 +134,5 @@ SPEC = StencilKernelSpec(
             "column in registers",
     params=PARAMS, launch=launch, defaults=defaults, steps_param="max_steps",
     local_mem=local_mem, check=check, candidates=candidates, cost=cost, handles=handles,
-    arguments=(Argument("seg"),), suits=GPU,
+    arguments=(Argument("seg"),) + WINDOW_ARGUMENTS, suits=GPU,
 )

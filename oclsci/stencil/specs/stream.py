@@ -48,12 +48,18 @@ def local_mem(p: Mapping, geo: Geometry) -> int:
 
 
 def launch(p: Mapping, geo: Geometry) -> Launch:
-    """One work-group per tile and segment."""
+    """One work-group per tile and segment of the planes the launch writes (``z_first`` ..
+    ``z_stop - 1`` when given, else all)."""
     local = (p["local_w"], p["local_h"]) if geo.dims == 3 else (p["local_w"],)
     plane = geo.shape[1:][::-1]
     groups = [math.ceil(s / t) * g
               for s, t, g in zip(plane, tile(p, geo, plane=True)[::-1], local, strict=True)]
-    return (tuple(groups) + (math.ceil(geo.shape[0] / p["seg"]),), local + (1,))
+    planes = p.get("z_stop", geo.shape[0]) - p.get("z_first", 0)
+    return (tuple(groups) + (max(1, math.ceil(planes / p["seg"])),), local + (1,))
+
+
+# The planes a launch writes (runtime: :class:`oclsci.stencil.solver.StencilSolver` sets them).
+WINDOW_ARGUMENTS = (Argument("z_first"), Argument("z_stop"))
 
 
 # Work-group and cells (local_w, local_h, cells_x, cells_y), best first, and the segment.
@@ -131,5 +137,5 @@ SPEC = StencilKernelSpec(
     summary="2.5-D temporal blocking streamed along the slowest axis",
     params=PARAMS, launch=launch, defaults=defaults, steps_param="max_steps",
     local_mem=local_mem, check=check, candidates=candidates, cost=cost,
-    arguments=(Argument("seg"),), suits=GPU,
+    arguments=(Argument("seg"),) + WINDOW_ARGUMENTS, suits=GPU,
 )
