@@ -99,13 +99,15 @@ def exchange_us(constants: Constants, run: Run, period: int, *, neighbours: int 
 
 def strips_us(constants: Constants, run: Run, period: int) -> float:
     """The strips' cost per step: a fitted cost per column, or their launches, cells (their
-    2 S + 1 rows) and, once per period, the copies between sub-slabs (S + 1 rows each way,
-    all of a rank's in one launch: oclsci.mpi.rowcopy)."""
+    S + 1 owned rows where one launch makes the period: the launch writes only those; else
+    all 2 S + 1 of their rows) and, once per period, the copies between sub-slabs (S + 1 rows
+    each way, all of a rank's in one launch: oclsci.mpi.rowcopy)."""
     if constants.strip_ns_per_column is not None:
         return run.strips * constants.strip_ns_per_column * 1e-3 * run.columns
     rate = run.strip_rate or run.rate
     launches = constants.launch_us / run.strip_steps_per_launch
-    cells = (2 * period + 1) * run.columns / rate * 1e6
+    rows = period + 1 if run.strip_steps_per_launch == period else 2 * period + 1
+    cells = rows * run.columns / rate * 1e6
     copies = 2 * (period + 1) * run.row_bytes * run.levels / constants.d2d_bytes_per_s * 1e6
     return run.strips * (launches + cells + copies / period) + constants.launch_us / period
 

@@ -16,13 +16,13 @@ from mpi_launch import assert_ok, mpi_missing, run_oclsci
 
 from oclsci.errors import OclsciWarning
 from oclsci.mpi import constants as stored
-from oclsci.mpi.plan import Constants, Run, choose_plan, exchange_us, step_us
+from oclsci.mpi.plan import Constants, Run, choose_plan, exchange_us, step_us, strips_us
 from oclsci.stencil import Stencil
 
 # The 4x H200 host of docs/mpi.md ("A model of a run"): page-locked copies at 24 GB/s, the
-# node's hand-over free, the strips' cost fitted on the 4-GPU weak run (166.033 us per step,
+# node's hand-over free, the strips' cost fitted on the 4-GPU weak run (159.400 us per step,
 # interior 16350 x 16384 at 1738.0 G cells/s), as benchmarks/mpi_model.py has them.
-FITTED_C = (166.033 - 16350 * 16384 / 1738.0 / 1e3) / (2 * 16384) * 1e3  # ns per column
+FITTED_C = (159.400 - 16350 * 16384 / 1738.0 / 1e3) / (2 * 16384) * 1e3  # ns per column
 H200 = Constants(launch_us=0.0, d2h_bytes_per_s=24e9, h2d_bytes_per_s=24e9,
                  node_bytes_per_s=math.inf, node_latency_us=0.0, network_bytes_per_s=12e9,
                  network_latency_us=5.0, ranks_per_node=4, strip_ns_per_column=FITTED_C)
@@ -33,8 +33,8 @@ GPU = Constants(launch_us=5.0, d2h_bytes_per_s=20e9, h2d_bytes_per_s=20e9,
 
 
 @pytest.mark.parametrize("m_interior,n,strips,rate,figure", [
-    (16367, 16384, 1, 1738.0, 160.2), (8175, 16384, 1, 1592.3, 90.1),
-    (4062, 16384, 2, 1418.9, 58.8), (8158, 32768, 2, 1777.7, 174.2)])
+    (16367, 16384, 1, 1738.0, 156.9), (8175, 16384, 1, 1592.3, 86.8),
+    (4062, 16384, 2, 1418.9, 52.2), (8158, 32768, 2, 1777.7, 160.9)])
 def test_the_model_gives_the_documented_check_figures(m_interior, n, strips, rate, figure):
     """docs/mpi.md's table "Against the runs above", within 0.1% (the figures' rounding)."""
     run = Run(m_interior + strips * 17, n, strips, 4 * n, rate * 1e9)
@@ -162,3 +162,14 @@ def test_tune_mpi_then_stencil_takes_the_plan(tmp_path, tuned):
     fixed = assert_ok(run_oclsci(args, ranks=2, extra_env=dict(env, OCLSCI_MPI_OVERLAP="0")))
     assert "plan: fixed rules" in fixed.stdout
     assert np.array_equal(np.load(tmp_path / "two.npy"), want)
+
+
+def test_strips_whose_launch_makes_the_period_cost_their_owned_rows():
+    """One launch a period writes only the strips' S + 1 owned rows; more launches write all
+    their 2 S + 1 rows (oclsci.mpi.plan.strips_us, costed from the parts)."""
+    parts = dataclasses.replace(GPU, launch_us=0.0, d2d_bytes_per_s=math.inf)
+    run = Run(4096, 16384, 2, 4 * 16384, 1e12, strip_steps_per_launch=16)
+    owned = strips_us(parts, run, 16)
+    assert owned == pytest.approx(2 * 17 * 16384 / 1e12 * 1e6)
+    every_row = strips_us(parts, dataclasses.replace(run, strip_steps_per_launch=8), 16)
+    assert every_row == pytest.approx(2 * 33 * 16384 / 1e12 * 1e6)
