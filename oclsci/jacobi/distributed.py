@@ -22,7 +22,14 @@ from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
 from oclsci.kernelspec.registry import cache_key
 from oclsci.mpi.overlap import OverlappedSlab
-from oclsci.mpi.slabplan import ModelGrid, Workload, agreed_plan, measured_plan, plan_words
+from oclsci.mpi.slabplan import (
+    ModelGrid,
+    Workload,
+    agreed_plan,
+    measured_plan,
+    plan_words,
+    strip_step_us,
+)
 from oclsci.mpi.slabplan import kernel_rate as slab_kernel_rate
 from oclsci.mpi.slabs import Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
@@ -164,7 +171,9 @@ class DistributedJacobi:
             steps=lambda chosen: chosen.steps_per_launch,
             rate=lambda interior, rows: kernel_rate(self.compute, interior, self.dtype,
                                                     (rows, self.n)),
-            slabs=lambda period: Decomposition.build(self.m, self.n, parts, period))
+            slabs=lambda period: Decomposition.build(self.m, self.n, parts, period),
+            strip_us=lambda strip, period: strip_us(self.compute, strip, self.dtype, self.n,
+                                                    period))
         given = (config, strip_config) if config is not None else None
         return measured_plan(constants, grid, work, given)
 
@@ -219,6 +228,17 @@ def kernel_rate(compute: Any, config: Any, dtype: Any, shape: tuple[int, int]) -
         compute, cache_key(compute, dtype, shape), config.name,
         lambda: JacobiSolver(compute, np.zeros(shape, dtype), dtype=dtype, config=config),
         math.prod(shape))
+
+
+def strip_us(compute: Any, config: Any, dtype: Any, n: int, period: int) -> float:
+    """One strip's time per step at ``period`` (:func:`oclsci.mpi.slabplan.strip_step_us`): its
+    S + 1 owned rows between S ghost rows a side, on ``config``, writing only the owned rows
+    where one launch makes the period (as :class:`~oclsci.jacobi.overlap.JacobiPieces` does)."""
+    def make_solver() -> JacobiSolver:
+        return JacobiSolver(compute, np.zeros((3 * period + 1, n), dtype), dtype=dtype,
+                            config=config, rows_read=(period, 2 * period + 1)
+                            if config.steps_per_launch == period else None)
+    return strip_step_us(compute, make_solver, period)
 
 
 # --------------------------------------------------------------------------------------------

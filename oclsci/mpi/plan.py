@@ -8,9 +8,11 @@ rank), with exchange period S:
     whole slabs: t = (m + k S) n / R  +  t_x / S
 
 m_i: the interior's rows (the slab less S + 1 rows per strip); R: the interior kernel's rate
-(cells per second); strips: their launches at the measured launch cost, their cells at the
-strip kernel's rate and, once per period, the copies between sub-slabs (or a fitted cost per
-column, :attr:`Constants.strip_ns_per_column`); t_x: one exchange, the copies to the host,
+(cells per second); strips: their measured time per step at that period where timed
+(:attr:`Run.strip_step_us`), else their launches at the measured launch cost and their cells
+at the strip kernel's rate (or a fitted cost per column,
+:attr:`Constants.strip_ns_per_column`), and once per period the copies between sub-slabs;
+t_x: one exchange, the copies to the host,
 the hand-over (through the node's shared window, or MPI) and the copies back. The measured
 :class:`Constants` come from ``oclsci tune --mpi`` (:mod:`oclsci.mpi.constants`).
 """
@@ -18,6 +20,7 @@ the hand-over (through the node's shared window, or MPI) and the copies back. Th
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 # Candidate periods: multiples of the kernels' steps per launch up to this many steps.
@@ -53,7 +56,9 @@ class Run:
     face another rank, rows of ``row_bytes`` (padded) in ``levels`` buffers that travel, the
     interior kernel's ``rate`` and the strips' (cells per second), each kernel's steps per
     launch; ``remote``: a neighbour on another node; ``receive_buffers``: buffers that a
-    received row is written into when overlapped (Jacobi: both of its two)."""
+    received row is written into when overlapped (Jacobi: both of its two);
+    ``strip_step_us``: one strip's device time per step (its launches included) by period,
+    where timed."""
 
     rows: int
     columns: int
@@ -66,6 +71,7 @@ class Run:
     levels: int = 1
     remote: bool = False
     receive_buffers: int = 2
+    strip_step_us: Mapping[int, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -98,18 +104,21 @@ def exchange_us(constants: Constants, run: Run, period: int, *, neighbours: int 
 
 
 def strips_us(constants: Constants, run: Run, period: int) -> float:
-    """The strips' cost per step: a fitted cost per column, or their launches, cells (their
-    S + 1 owned rows where one launch makes the period: the launch writes only those; else
-    all 2 S + 1 of their rows) and, once per period, the copies between sub-slabs (S + 1 rows
-    each way, all of a rank's in one launch: oclsci.mpi.rowcopy)."""
+    """The strips' cost per step: a fitted cost per column; or their measured time at this
+    period (:attr:`Run.strip_step_us`), else their launches and cells (their S + 1 owned rows
+    where one launch makes the period: the launch writes only those; else all 2 S + 1 of
+    their rows), and once per period the copies between sub-slabs (S + 1 rows each way, all
+    of a rank's in one launch: oclsci.mpi.rowcopy)."""
     if constants.strip_ns_per_column is not None:
         return run.strips * constants.strip_ns_per_column * 1e-3 * run.columns
-    rate = run.strip_rate or run.rate
-    launches = constants.launch_us / run.strip_steps_per_launch
-    rows = period + 1 if run.strip_steps_per_launch == period else 2 * period + 1
-    cells = rows * run.columns / rate * 1e6
     copies = 2 * (period + 1) * run.row_bytes * run.levels / constants.d2d_bytes_per_s * 1e6
-    return run.strips * (launches + cells + copies / period) + constants.launch_us / period
+    timed = (run.strip_step_us or {}).get(period)
+    if timed is None:
+        rate = run.strip_rate or run.rate
+        launches = constants.launch_us / run.strip_steps_per_launch
+        rows = period + 1 if run.strip_steps_per_launch == period else 2 * period + 1
+        timed = launches + rows * run.columns / rate * 1e6
+    return run.strips * (timed + copies / period) + constants.launch_us / period
 
 
 def step_us(constants: Constants, run: Run, period: int, overlapped: bool,

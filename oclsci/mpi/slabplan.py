@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from oclsci.kernelspec.registry import cache_disabled, load_cache
 from oclsci.mpi.constants import run_constants
-from oclsci.mpi.plan import Constants, Plan, Run, choose_plan
+from oclsci.mpi.plan import Constants, Plan, Run, candidate_periods, choose_plan
 from oclsci.mpi.slabs import Decomposition, exchange_period
 from oclsci.mpi.subslabs import sub_slabs
 
@@ -46,12 +46,15 @@ class Workload:
     strip) configurations for such slabs at that period (None: the fixed rules'); the strip's
     may be None (the interior's). ``steps(config)``: steps per launch. ``rate(interior,
     rows)``: the interior configuration's cells per second on a slab of ``rows`` model rows.
-    ``slabs(period)``: the ranks' slabs when exchanging every ``period`` steps."""
+    ``slabs(period)``: the ranks' slabs when exchanging every ``period`` steps.
+    ``strip_us(strip, period)``: one strip's device time per step at that period, as a rank
+    runs it (None: not timed; the model then costs it from its cells)."""
 
     choose: Callable[[bool, int | None], tuple[Any, Any]]
     steps: Callable[[Any], int]
     rate: Callable[[Any, int], float]
     slabs: Callable[[int], Decomposition]
+    strip_us: Callable[[Any, int], float] | None = None
 
 
 def measured_plan(constants: Constants, grid: ModelGrid, work: Workload,
@@ -69,6 +72,14 @@ def measured_plan(constants: Constants, grid: ModelGrid, work: Workload,
               steps_per_launch=interior_steps, strip_steps_per_launch=strip_steps,
               levels=grid.levels, remote=grid.parts > constants.ranks_per_node,
               receive_buffers=grid.receive_buffers)
+    if work.strip_us is not None and configs is None:
+        # The strips' own kernel on their few rows: its time per step at each period.
+        periods = candidate_periods(math.lcm(interior_steps, strip_steps), rows, strips, True)
+        timed = {}
+        for period in periods:
+            chosen = work.choose(True, period)
+            timed[period] = work.strip_us(chosen[1] or chosen[0], period)
+        run = replace(run, strip_step_us=timed)
     plan = choose_plan(constants, run)
     if plan is None:
         return None
@@ -88,6 +99,19 @@ def agreed_plan(world: Any, compute: Any, exchange_every: int | None,
     constants = run_constants(world, compute) if exchange_every is None else None
     return world.bcast(world.agree(
         lambda: find(constants) if world.is_root and constants is not None else None))
+
+
+def strip_step_us(compute: Any, make_solver: Callable[[], Any], period: int) -> float:
+    """Microseconds per step of ``make_solver()`` (a strip's solver, as a rank makes it)
+    over :data:`RATE_LAUNCHES` periods of ``period`` steps, after one."""
+    solver = make_solver()
+    solver.advance(period)  # warm-up
+    compute.queue.finish()
+    watch = compute.stopwatch()  # host clock: the launches' gaps count, as in a run
+    for _ in range(RATE_LAUNCHES):
+        solver.advance(period)
+    watch.stop()
+    return watch.wall_seconds * 1e6 / (RATE_LAUNCHES * period)
 
 
 def kernel_rate(compute: Any, key: str, name: str, make_solver: Callable[[], Any],

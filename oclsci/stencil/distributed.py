@@ -39,7 +39,7 @@ from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.stencil.kernels import choose
 from oclsci.stencil.problem import Problem
 from oclsci.stencil.solver import NeededLayers, StencilSolver, padded_layout, stencil_geometry
-from oclsci.stencil.tuner import kernel_rate
+from oclsci.stencil.tuner import kernel_rate, strip_us
 
 
 def scatter_layers(world: World, decomposition: Decomposition, array: np.ndarray | None,
@@ -234,7 +234,10 @@ class DistributedStencil:
             rate=lambda interior, rows: kernel_rate(compute, skeleton, interior[0],
                                                     (radius * rows, *rest)),
             slabs=lambda period: Decomposition.build(m, self.shape[1], parts, radius * period,
-                                                     fixed=0, ring=self.radius))
+                                                     fixed=0, ring=self.radius),
+            strip_us=lambda strips, period: strip_us(
+                compute, skeleton, strips, (3 * radius * period, *rest),
+                NeededLayers(radius * period, 2 * radius * period, period)))
         return measured_plan(constants, grid, work)
 
     @property

@@ -37,7 +37,13 @@ from oclsci.runtime import programs
 from oclsci.stencil import kernels as registry
 from oclsci.stencil.kernels import StencilConfig, tuning_key
 from oclsci.stencil.problem import Problem
-from oclsci.stencil.solver import StencilSolver, geometry, program, stencil_geometry
+from oclsci.stencil.solver import (
+    NeededLayers,
+    StencilSolver,
+    geometry,
+    program,
+    stencil_geometry,
+)
 from oclsci.stencil.specs import Geometry
 
 __all__ = ["CHECK_STEPS", "DEFAULT_SHAPES", "REFERENCE", "candidates", "default_shape",
@@ -133,6 +139,22 @@ def kernel_rate(compute: Any, skeleton: Problem, config: StencilConfig,
     return slab_kernel_rate(compute, tuning_key(compute, skeleton.expression, geo,
                                                 skeleton.dtype),
                             config.name, make_solver, int(np.prod(shape)))
+
+
+def strip_us(compute: Any, skeleton: Problem, candidates: list, shape: tuple[int, ...],
+             needed: NeededLayers) -> float:
+    """One overlapped strip's time per step (:func:`oclsci.mpi.slabplan.strip_step_us`):
+    ``skeleton``'s stencil on zeros of ``shape`` (its owned and ghost layers) with the first
+    of ``candidates`` that builds, writing the ``needed`` layers as a rank's strip does."""
+    from oclsci.mpi.slabplan import strip_step_us  # MPI plans only
+
+    def make_solver() -> StencilSolver:
+        zeros = np.zeros(shape, skeleton.dtype)
+        problem = replace(skeleton, u0=zeros,
+                          prev0=zeros if skeleton.expression.uses_prev else None,
+                          fields={name: zeros for name in skeleton.expression.fields})
+        return StencilSolver(compute, problem, candidates=candidates, needed=needed)
+    return strip_step_us(compute, make_solver, needed.period)
 
 
 def differing_cells(a: np.ndarray, b: np.ndarray) -> int:

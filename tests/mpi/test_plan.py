@@ -173,3 +173,15 @@ def test_strips_whose_launch_makes_the_period_cost_their_owned_rows():
     assert owned == pytest.approx(2 * 17 * 16384 / 1e12 * 1e6)
     every_row = strips_us(parts, dataclasses.replace(run, strip_steps_per_launch=8), 16)
     assert every_row == pytest.approx(2 * 33 * 16384 / 1e12 * 1e6)
+
+
+@pytest.mark.parametrize("cheap", [16, 32])
+def test_timed_strips_decide_the_period(cheap):
+    """Strips timed at each period (Run.strip_step_us, as a rank runs them) replace the
+    model's estimate from their cells: the period whose strips are cheap wins."""
+    timed = {period: 1.0 if period == cheap else 40.0 for period in (16, 32, 48, 64)}
+    run = Run(8192, 16384, 2, 4 * 16384, 1.6e12, steps_per_launch=16,
+              strip_steps_per_launch=16, strip_step_us=timed)
+    plan = choose_plan(GPU, run)
+    assert (plan.period, plan.overlapped) == (cheap, True)
+    assert strips_us(GPU, run, cheap) < strips_us(GPU, run, 48)
