@@ -14,7 +14,7 @@ beyond it. u.prev's ghost layers travel with u's.
 Where the ranks want it (``OCLSCI_MPI_OVERLAP``, on GPUs by default) and the slabs are thick
 enough, each slab is cut into strips of ``H`` layers facing the neighbours and an interior,
 and the exchange runs behind the interior's steps (:mod:`oclsci.mpi.overlap`, as Jacobi's;
-:class:`StencilPieces` makes the pieces' solvers).
+:class:`oclsci.stencil.overlap.StencilPieces` makes the pieces' solvers).
 
 Rank 0 reads the inputs and scatters each rank's layers (u, u.prev, the fields), and gathers
 the owned layers for checkpoints and the result. ``oclsci stencil`` runs this under
@@ -37,6 +37,7 @@ from oclsci.mpi.slabs import DEFAULT_MIN_EXCHANGE_STEPS, Decomposition, SlabHalo
 from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.stencil.kernels import choose
+from oclsci.stencil.overlap import StencilPieces
 from oclsci.stencil.problem import Problem
 from oclsci.stencil.solver import NeededLayers, StencilSolver, padded_layout, stencil_geometry
 from oclsci.stencil.tuner import kernel_rate, strip_us
@@ -66,45 +67,6 @@ def gather_layers(world: World, decomposition: Decomposition,
     for other in decomposition.slabs[1:]:
         world.recv_array(full[other.first:other.stop], other.rank, TAG_GATHER)
     return full
-
-
-class StencilPieces:
-    """How a stencil slab's sub-slabs are made (:class:`oclsci.mpi.overlap.Pieces`): each a
-    :class:`StencilSolver` of its layers of ``local`` (the rank's slab problem: layers
-    ``lo..hi-1`` of u, u.prev and the read-only fields, whose ghost layers never change), the
-    strips trying ``strip_candidates``, the interior ``candidates``; the strips' kernels,
-    where they can write some layers only, write those that the ``period`` steps to the next
-    exchange need (the interior's would save little: its kernel built for all layers runs
-    faster on NVIDIA's GPUs, docs/mpi.md). The levels that travel: u.prev's (with u.prev)
-    and u's, each read from and written into the buffer that the next step reads (the
-    exchange refreshes every ghost layer there)."""
-
-    def __init__(self, compute: Any, local: Problem, candidates: list, strip_candidates: list,
-                 period: int):
-        self.compute, self.local, self.period = compute, local, period
-        self.candidates, self.strip_candidates = candidates, strip_candidates
-
-    def solver(self, rows: slice, strip: bool, owned: slice) -> StencilSolver:
-        """The sub-slab's solver for the slab's layers ``rows``, of which ``owned`` (counted
-        from its first) are its own."""
-        local = self.local
-        piece = dataclasses.replace(
-            local, u0=local.u0[rows], prev0=None if local.prev0 is None else local.prev0[rows],
-            fields={name: array[rows] for name, array in local.fields.items()})
-        return StencilSolver(self.compute, piece, candidates=self.strip_candidates if strip
-                             else self.candidates,
-                             needed=NeededLayers(owned.start, owned.stop, self.period)
-                             if strip else None)
-
-    @staticmethod
-    def levels(solver: StencilSolver) -> list[tuple[Any, list[Any]]]:
-        """u.prev's buffer (with u.prev), then u's, as the next step reads them."""
-        return [(buffer, [buffer]) for buffer in solver.buffers_now() if buffer is not None]
-
-    @staticmethod
-    def row_stride(solver: StencilSolver) -> int:
-        """Elements of a padded layer (a plane in 3-D)."""
-        return solver.layer_stride
 
 
 class DistributedStencil:
