@@ -210,6 +210,8 @@ class JacobiSolver:
             self._launches.append(Launch(queue, kernel, full_size, self.local_size))
             if multi_step:
                 remainder = programs.new_kernel(self.compute, spec.template, **params)
+                if source == 0 and full_first != 1:  # another program than the full launches'
+                    self._check_kernel_work_group(remainder)
                 remainder.set_args(*args)
                 self._remainder_launches.append(
                     Launch(queue, remainder, self.global_size, self.local_size))

@@ -72,12 +72,12 @@ def measured_plan(constants: Constants, grid: ModelGrid, work: Workload,
               steps_per_launch=interior_steps, strip_steps_per_launch=strip_steps,
               levels=grid.levels, remote=grid.parts > constants.ranks_per_node,
               receive_buffers=grid.receive_buffers)
-    if work.strip_us is not None and configs is None:
+    if work.strip_us is not None:
         # The strips' own kernel on their few rows: its time per step at each period.
         periods = candidate_periods(math.lcm(interior_steps, strip_steps), rows, strips, True)
         timed = {}
         for period in periods:
-            chosen = work.choose(True, period)
+            chosen = configs or work.choose(True, period)
             timed[period] = work.strip_us(chosen[1] or chosen[0], period)
         run = replace(run, strip_step_us=timed)
     plan = choose_plan(constants, run)

@@ -224,7 +224,13 @@ class StencilSolver:
             window = self.needed.window(self.iteration, steps, self.radius, window[1])
         key = (steps, *window)
         if key not in self._launches:
-            self._launches[key] = self._build(self.config.with_steps(steps), window)
+            try:
+                self._launches[key] = self._build(self.config.with_steps(steps), window)
+            except WorkGroupTooLarge:
+                if window == self._all_layers:
+                    raise
+                self.needed = None  # the kernel built to write some layers does not fit: all
+                return self._launch(steps)
         launches = self._launches[key]
         rotation = self.phase if self.blocked else self.iteration
         return launches[rotation % len(launches)]

@@ -12,7 +12,7 @@ from test_stencil_kernels import CASES, DTYPES, _inputs, _skip_without_fp64
 from oclsci.errors import InvalidArgumentError, UnknownNameError
 from oclsci.stencil import Stencil
 from oclsci.stencil.kernels import KERNELS, auto_kernel, configurations
-from oclsci.stencil.solver import NeededLayers, StencilSolver, stencil_geometry
+from oclsci.stencil.solver import NeededLayers, StencilSolver, WorkGroupTooLarge, stencil_geometry
 from oclsci.stencil.specs import Geometry
 
 STEPS = 7  # leaves a remainder after launches of 2 or 3 steps
@@ -257,3 +257,25 @@ def refresh(solver: StencilSolver, current: np.ndarray, previous: np.ndarray) ->
         padded = np.full(solver.layout, solver.problem.boundary, dtype=solver.dtype)
         padded[tuple(slice(solver.radius, solver.radius + s) for s in values.shape)] = values
         level.write_rows(0, padded)
+
+
+def test_needed_layers_fall_back_to_all_layers(compute, monkeypatch):
+    """Where the kernel built to write some layers is refused (its work-group too large for
+    that program), the solver writes every layer instead: same bits, nothing stale."""
+    stencil, names, _ = CASES["heat-3d-7-point"]
+    u0, fields = _inputs((23, 6, 7), names, np.float64)
+    build = StencilSolver._build
+
+    def refuse_windows(self, config, window):
+        if window != self._all_layers:
+            raise WorkGroupTooLarge("work-groups too large here")
+        return build(self, config, window)
+
+    monkeypatch.setattr(StencilSolver, "_build", refuse_windows)
+    problem = stencil.problem(u0, 4, fields=fields, dtype=np.float64)
+    solver = StencilSolver(compute, problem, "column", small_config("column", 3, 1),
+                           needed=NeededLayers(10, 13, 4))
+    solver.advance(4)
+    assert solver.needed is None
+    assert np.array_equal(solver.read(), stencil.reference(u0, 4, fields=fields,
+                                                           dtype=np.float64))
