@@ -166,8 +166,8 @@ class DistributedStencil:
             return whole, whole
         period = self._period(whole, whole, exchange_every, True)
         for _ in range(3):  # the strips' height depends on the period, the period on them
-            # A strip holds r S owned layers and r S ghost layers on each side: its kernel
-            # runs over all of them (one segment, rather than three short ones).
+            # A strip holds r S owned layers and r S ghost layers on each side: its kernel is
+            # chosen for all of them (one segment, which then writes its owned layers only).
             interior, strips = (for_layers(rows - 2 * radius * period),
                                 for_layers(3 * radius * period))
             chosen = self._period(interior, strips, exchange_every, True)
