@@ -5,6 +5,7 @@ made once per device and process (:func:`create_context`).
 
 from __future__ import annotations
 
+import copy
 import sys
 import warnings
 from typing import Any
@@ -61,6 +62,16 @@ class ComputeContext:
             properties = cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0
             self._copy_queue = cl.CommandQueue(self.context, properties=properties)
         return self._copy_queue
+
+    def with_own_queue(self) -> ComputeContext:
+        """This context with an in-order queue of its own (profiling like ``queue``; the same
+        device, programs and copy queue): kernels enqueued there may run beside those of
+        ``queue``, so any order between the two is the caller's, through events."""
+        view = copy.copy(self)
+        properties = cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0
+        view.queue = cl.CommandQueue(self.context, properties=properties)
+        view._copy_queue = self.copy_queue
+        return view
 
     @property
     def name(self) -> str:

@@ -36,11 +36,15 @@ from oclsci.mpi.slabplan import ModelGrid, Workload, agreed_plan, measured_plan,
 from oclsci.mpi.slabs import DEFAULT_MIN_EXCHANGE_STEPS, Decomposition, SlabHalo, exchange_period
 from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
-from oclsci.stencil.kernels import choose
+from oclsci.stencil.kernels import StencilConfig, choose
 from oclsci.stencil.overlap import StencilPieces
 from oclsci.stencil.problem import Problem
 from oclsci.stencil.solver import NeededLayers, StencilSolver, padded_layout, stencil_geometry
 from oclsci.stencil.tuner import kernel_rate, strip_us
+
+# Overlapped in 3-D, a period updates at least this many planes of a rank's slab (at most a
+# quarter of the slab's planes in steps): see DistributedStencil._period.
+MIN_PLANE_STEPS = 600
 
 
 def scatter_layers(world: World, decomposition: Decomposition, array: np.ndarray | None,
@@ -138,14 +142,22 @@ class DistributedStencil:
     def _period(self, candidates: list, strip_candidates: list, exchange_every: int | None,
                 overlap: bool) -> int:
         """Steps between exchanges: a multiple of both first configurations' steps per launch,
-        ghost layers of about DEFAULT_MIN_EXCHANGE_STEPS whatever the radius; overlapped in
-        3-D, the fewest (one launch of each): there every ghost plane that a strip holds is
-        recomputed at each step, which costs more than an exchange's latency (on two H200s,
-        512^3 per GPU, weak scaling went from 91.4% at 8 steps to 93.6% at 4)."""
-        layers = 1 if overlap and len(self.shape) == 3 else DEFAULT_MIN_EXCHANGE_STEPS
+        ghost layers of about DEFAULT_MIN_EXCHANGE_STEPS whatever the radius. Overlapped in
+        3-D, the fewest whose slab updates MIN_PLANE_STEPS planes in a period (steps x the
+        slab's planes): every ghost plane that a strip holds is recomputed at each step,
+        which costs more than an exchange's latency on thick slabs (H200s, 512^3 per GPU:
+        weak scaling 93.6% at 4 steps, 91.4% at 8; 1.5% faster at 3 than at 6), but a thin
+        slab's period must outlast the exchange (four H200s, 128 planes a rank: 6 steps ran
+        1.3x as fast as 3)."""
+        radius = max(1, self.radius)
+        if overlap and len(self.shape) == 3:
+            planes = max(1, self.shape[0] // self.world.size)
+            steps = min(math.ceil(MIN_PLANE_STEPS / planes), max(1, planes // (4 * radius)))
+        else:
+            steps = math.ceil(DEFAULT_MIN_EXCHANGE_STEPS / radius)
         return exchange_period(math.lcm(candidates[0].steps_per_launch,
                                         strip_candidates[0].steps_per_launch), exchange_every,
-                               math.ceil(layers / max(1, self.radius)))
+                               steps)
 
     def _choose(self, compute: Any, skeleton: Problem, kernel: str, params: dict | None,
                 overlap: bool, exchange_every: int | None) -> tuple[list, list]:
@@ -167,9 +179,11 @@ class DistributedStencil:
         period = self._period(whole, whole, exchange_every, True)
         for _ in range(3):  # the strips' height depends on the period, the period on them
             # A strip holds r S owned layers and r S ghost layers on each side: its kernel is
-            # chosen for all of them (one segment, which then writes its owned layers only).
-            interior, strips = (for_layers(rows - 2 * radius * period),
-                                for_layers(3 * radius * period))
+            # chosen for all of them, in one segment (its launches write a few layers only).
+            layers = 3 * radius * period
+            interior = for_layers(rows - 2 * radius * period)
+            strips = [StencilConfig(c.name, {**c.params, "seg": layers})
+                      if "seg" in c.params else c for c in for_layers(layers)]
             chosen = self._period(interior, strips, exchange_every, True)
             if chosen == period:
                 break

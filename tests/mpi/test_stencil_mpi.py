@@ -28,7 +28,7 @@ from oclsci.mpi.slabs import Decomposition
 from oclsci.mpi.subslabs import sub_slabs
 from oclsci.stencil import Stencil
 from oclsci.stencil.checkpoint import load_checkpoint
-from oclsci.stencil.distributed import DistributedStencil
+from oclsci.stencil.distributed import MIN_PLANE_STEPS, DistributedStencil
 from oclsci.stencil.reference import stencil_numpy
 
 DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
@@ -139,18 +139,26 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("profile", PROFILES[-2:], ids=lambda p: p.name)
-def test_overlapped_3d_exchanges_after_every_launch(profile, monkeypatch, tmp_path):
-    """Overlapped in 3-D, the period is one launch of each kernel (a strip's ghost planes are
-    recomputed at every step: fewer is cheaper), else ghost layers of 8 steps or more; a
-    strip's kernel covers its owned and ghost planes (3 r S) in one segment."""
+@pytest.mark.parametrize("ranks", [2, 4, 16])
+def test_overlapped_3d_periods_update_enough_planes(profile, ranks, monkeypatch, tmp_path):
+    """Overlapped in 3-D, the period is the fewest whole launches of both kernels whose
+    slab updates MIN_PLANE_STEPS planes (a strip's ghost planes are recomputed at every
+    step: fewer is cheaper, unless the exchange outlasts a thin slab's period), at most a
+    quarter of the slab's planes in steps; else ghost layers of 8 steps or more. A strip's
+    kernel covers its owned and ghost planes (3 r S) in one segment."""
     monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "tuning.json"))
     _, problem = case_problem("3d-r1-field", 1, dtype=np.float32)
     job = object.__new__(DistributedStencil)
-    job.world, job.shape, job.radius = SimpleNamespace(size=2), (512, 512, 512), 1
+    job.world, job.shape, job.radius = SimpleNamespace(size=ranks), (512, 512, 512), 1
     interior, strips = job._choose(described(profile), problem, "auto", None, True, None)
     assert (interior[0].name, strips[0].name) == ("column", "column")
     period = job._period(interior, strips, None, True)
-    assert period == math.lcm(interior[0].steps_per_launch, strips[0].steps_per_launch)
+    launches = math.lcm(interior[0].steps_per_launch, strips[0].steps_per_launch)
+    planes = 512 // ranks
+    steps = min(math.ceil(MIN_PLANE_STEPS / planes), planes // 4)
+    assert period % launches == 0 and period >= steps and period - launches < max(1, steps)
+    if ranks == 4:
+        assert period > launches  # 128 planes a rank: more than one launch
     assert strips[0].params["seg"] == 3 * period
     assert job._period(interior, strips, None, False) >= 8
 
