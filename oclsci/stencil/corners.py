@@ -2,7 +2,9 @@
 and streaming kernels, 2-D and 3-D, radius 1, 2 and 4, star and box, a right-hand side and a
 coefficient field read at offsets, the previous level (``u.prev``), division, both precisions,
 one-row and 3 x 3 x 3 grids; the blocked kernels with several (partial) tiles and segments and
-a remainder launch. Each equal to :meth:`~oclsci.stencil.Stencil.reference` bit for bit."""
+a remainder launch; the kernels that can write some layers only (an MPI strip's launches:
+``windowed``) over one launch. Each equal to :meth:`~oclsci.stencil.Stencil.reference` bit for
+bit (the windowed ones on the layers they write)."""
 
 from __future__ import annotations
 
@@ -58,6 +60,21 @@ BLOCKED = (
 )
 
 
+# The kernels built to write some layers only, over one launch (an overlapped MPI strip's,
+# oclsci.stencil.overlap): stencil name, grid, kernel, its parameters, the layers written
+# (first, stop), several segments' worth among more layers.
+WINDOWED = (
+    ("heat7", (15, 5, 7), "column",
+     {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2, "seg": 2, "prefetch": True},
+     (5, 10)),
+    ("wave7-coeff", (13, 6, 5), "column",
+     {"local_w": 8, "local_h": 2, "cells_x": 2, "cells_y": 3, "max_steps": 1, "seg": 3,
+      "pack_x": True}, (4, 9)),
+    ("r4-3d", (19, 5, 9), "stream",
+     {"local_w": 16, "local_h": 2, "cells_y": 5, "max_steps": 1, "seg": 2}, (8, 11)),
+)
+
+
 def _case(name: str, shape: tuple, dtype: str, kernel: str, kernel_params: dict | None,
           steps: int, cost_per_cell: int) -> dict:
     expression, params, fields, boundary = STENCILS[name]
@@ -71,12 +88,19 @@ def _case(name: str, shape: tuple, dtype: str, kernel: str, kernel_params: dict 
 
 def corner_cases() -> list[dict]:
     """The step kernel over 3 steps on :data:`STEP_GRIDS`, then the blocked kernels over 5
-    (:data:`BLOCKED`), each in float32 and float64."""
+    (:data:`BLOCKED`), then one launch of each :data:`WINDOWED` case, each in float32 and
+    float64."""
+    windowed = []
+    for name, shape, kernel, kernel_params, (first, stop) in WINDOWED:
+        for dtype in ("float32", "float64"):
+            case = _case(name, shape, dtype, kernel, kernel_params,
+                         kernel_params["max_steps"], 40)
+            windowed.append(dict(case, id=case["id"] + "-window", needed=(first, stop)))
     return ([_case(name, shape, dtype, "step", None, 3, 8)
              for name, shape in STEP_GRIDS for dtype in ("float32", "float64")]
             + [_case(name, shape, dtype, kernel, kernel_params, 5, 40)
                for name, shape, kernel, kernel_params in BLOCKED
-               for dtype in ("float32", "float64")])
+               for dtype in ("float32", "float64")] + windowed)
 
 
 def run_corner_case(compute: Any, case: dict) -> None:
@@ -89,9 +113,21 @@ def run_corner_case(compute: Any, case: dict) -> None:
     shape, dtype = tuple(case["shape"]), np.dtype(case["dtype"])
     u0 = rng.uniform(-1, 1, shape).astype(dtype)
     fields = {name: rng.uniform(0, 1, shape).astype(dtype) for name in case["fields"]}
-    got = stencil.run(u0, case["steps"], fields=fields, device=compute, kernel=case["kernel"],
-                      kernel_params=case["kernel_params"])
     want = stencil.reference(u0, case["steps"], fields=fields)
+    if case.get("needed"):  # one launch writing some layers only: compare those
+        from oclsci.stencil.solver import NeededLayers, StencilSolver
+
+        first, stop = case["needed"]
+        problem = stencil.problem(u0, case["steps"], fields=fields, dtype=dtype)
+        solver = StencilSolver(compute, problem, case["kernel"], case["kernel_params"],
+                               needed=NeededLayers(first, stop, case["steps"]))
+        if not solver.windowed:
+            raise AssertionError("the kernel built to write some layers was refused")
+        solver.advance(case["steps"])
+        got, want = solver.read()[first:stop], want[first:stop]
+    else:
+        got = stencil.run(u0, case["steps"], fields=fields, device=compute,
+                          kernel=case["kernel"], kernel_params=case["kernel_params"])
     if not np.array_equal(got, want):
         raise AssertionError(f"{int(np.sum(got != want))} cells differ from NumPy's")
 
