@@ -2,10 +2,10 @@
 middle rank's sub-slabs (two strips and the interior, as oclsci.mpi.overlap cuts them) step
 one period each, then the rows between them are copied (docs/mpi.md, "Four GPUs of one
 node"). Two ways alternate between periods: the strips on the interior's queue, before it
-(as ranks did before), and on a queue of their own, beside it (as a rank does now: the
-copy then waits for both). The rows between sub-slabs are copied in one launch of the copy
-kernel (oclsci.mpi.rowcopy, as a rank does), or with ``--copies separate`` one
-``clEnqueueCopyBuffer`` per copy. One process, one device:
+(as a rank does), and on a queue of their own, beside it (tried and not kept: ranks ran
+slower, docs/mpi.md; the copy then waits for both). The rows between sub-slabs are copied
+in one launch of the copy kernel (oclsci.mpi.rowcopy, as a rank does), or with
+``--copies separate`` one ``clEnqueueCopyBuffer`` per copy. One process, one device:
 
     python3 benchmarks/period_parts.py [--size 16384] [--ranks 4] [--periods 200]
                                        [--strip-kernel NAME] [--strips-write all]

@@ -65,8 +65,9 @@ class ComputeContext:
 
     def with_own_queue(self) -> ComputeContext:
         """This context with an in-order queue of its own (profiling like ``queue``; the same
-        device, programs and copy queue): kernels enqueued there may run beside those of
-        ``queue``, so any order between the two is the caller's, through events."""
+        device, programs and copy queue, which is made now if it was not): kernels enqueued
+        there may run beside those of ``queue``, so any order between the two is the
+        caller's, through events."""
         view = copy.copy(self)
         properties = cl.command_queue_properties.PROFILING_ENABLE if self.profiling else 0
         view.queue = cl.CommandQueue(self.context, properties=properties)

@@ -150,14 +150,15 @@ class DistributedStencil:
         slab's period must outlast the exchange (four H200s, 128 planes a rank: 6 steps ran
         1.3x as fast as 3)."""
         radius = max(1, self.radius)
+        launch = math.lcm(candidates[0].steps_per_launch, strip_candidates[0].steps_per_launch)
         if overlap and len(self.shape) == 3:
             planes = max(1, self.shape[0] // self.world.size)
-            steps = min(math.ceil(MIN_PLANE_STEPS / planes), max(1, planes // (4 * radius)))
+            launches = min(math.ceil(MIN_PLANE_STEPS / planes / launch),
+                           planes // (4 * radius * launch))
+            steps = launch * max(1, launches)
         else:
             steps = math.ceil(DEFAULT_MIN_EXCHANGE_STEPS / radius)
-        return exchange_period(math.lcm(candidates[0].steps_per_launch,
-                                        strip_candidates[0].steps_per_launch), exchange_every,
-                               steps)
+        return exchange_period(launch, exchange_every, steps)
 
     def _choose(self, compute: Any, skeleton: Problem, kernel: str, params: dict | None,
                 overlap: bool, exchange_every: int | None) -> tuple[list, list]:
@@ -180,14 +181,14 @@ class DistributedStencil:
         for _ in range(3):  # the strips' height depends on the period, the period on them
             # A strip holds r S owned layers and r S ghost layers on each side: its kernel is
             # chosen for all of them, in one segment (its launches write a few layers only).
-            layers = 3 * radius * period
             interior = for_layers(rows - 2 * radius * period)
-            strips = [StencilConfig(c.name, {**c.params, "seg": layers})
-                      if "seg" in c.params else c for c in for_layers(layers)]
+            strips = for_layers(3 * radius * period)
             chosen = self._period(interior, strips, exchange_every, True)
             if chosen == period:
                 break
             period = chosen
+        strips = [StencilConfig(c.name, {**c.params, "seg": 3 * radius * chosen})
+                  if "seg" in c.params else c for c in strips]
         if sub_slabs(Decomposition.build(self.shape[0], self.shape[1], self.world.size,
                                          radius * chosen, fixed=0)) is None:
             return whole, whole

@@ -139,7 +139,7 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("profile", PROFILES[-2:], ids=lambda p: p.name)
-@pytest.mark.parametrize("ranks", [2, 4, 16])
+@pytest.mark.parametrize("ranks", [2, 4, 16, 32])
 def test_overlapped_3d_periods_update_enough_planes(profile, ranks, monkeypatch, tmp_path):
     """Overlapped in 3-D, the period is the fewest whole launches of both kernels whose
     slab updates MIN_PLANE_STEPS planes (a strip's ghost planes are recomputed at every
@@ -153,12 +153,13 @@ def test_overlapped_3d_periods_update_enough_planes(profile, ranks, monkeypatch,
     interior, strips = job._choose(described(profile), problem, "auto", None, True, None)
     assert (interior[0].name, strips[0].name) == ("column", "column")
     period = job._period(interior, strips, None, True)
-    launches = math.lcm(interior[0].steps_per_launch, strips[0].steps_per_launch)
+    launch = math.lcm(interior[0].steps_per_launch, strips[0].steps_per_launch)
     planes = 512 // ranks
-    steps = min(math.ceil(MIN_PLANE_STEPS / planes), planes // 4)
-    assert period % launches == 0 and period >= steps and period - launches < max(1, steps)
+    assert period % launch == 0 and period <= max(planes // 4, launch)
+    assert period * planes >= MIN_PLANE_STEPS or period + launch > planes // 4
+    assert period == launch or (period - launch) * planes < MIN_PLANE_STEPS
     if ranks == 4:
-        assert period > launches  # 128 planes a rank: more than one launch
+        assert period > launch  # 128 planes a rank: more than one launch
     assert strips[0].params["seg"] == 3 * period
     assert job._period(interior, strips, None, False) >= 8
 

@@ -99,3 +99,20 @@ def test_stopwatch_measures_device_time(any_compute):
 
 def test_contexts_are_reused_per_device():
     assert create_context("0:0") is create_context("0:0")
+
+
+def test_a_queue_of_its_own_shares_the_context(any_compute):
+    """``with_own_queue``: another in-order queue on the same context, device, programs and
+    copy queue; work on it, ordered by an event, reaches the other queue's buffers."""
+    other = any_compute.with_own_queue()
+    assert other.queue is not any_compute.queue and other.context is any_compute.context
+    assert other.copy_queue is any_compute.copy_queue
+    assert other.program_cache is any_compute.program_cache
+    assert other.profiling == any_compute.profiling
+    host = np.arange(1024, dtype=np.float32)
+    buffer = cl.Buffer(any_compute.context, cl.mem_flags.READ_WRITE, host.nbytes)
+    written = cl.enqueue_copy(other.queue, buffer, host, is_blocking=False)
+    other.queue.flush()
+    back = np.empty_like(host)
+    cl.enqueue_copy(any_compute.queue, back, buffer, wait_for=[written])
+    assert np.array_equal(back, host)

@@ -3,11 +3,14 @@ partial waves of work-groups over the device's resident places."""
 
 from __future__ import annotations
 
+import heapq
+import random
+
 import pytest
 
 from oclsci.stencil.language import UPDATED
 from oclsci.stencil.specs import Geometry
-from oclsci.stencil.specs.column import defaults, launch_advances, segment_planes
+from oclsci.stencil.specs.column import _launch_advances, defaults, launch_advances, segment_planes
 
 STAR = frozenset((UPDATED, offset) for offset in [(0, 0, 0), (1, 0, 0), (-1, 0, 0), (0, 1, 0),
                                                    (0, -1, 0), (0, 0, 1), (0, 0, -1)])
@@ -23,8 +26,30 @@ MEASURED = {
 }
 
 
-def geometry(planes: int) -> Geometry:
-    return Geometry((planes, 512, 512), 1, reads=STAR)
+def geometry(planes: int, itemsize: int = 4) -> Geometry:
+    return Geometry((planes, 512, 512), 1, itemsize=itemsize, reads=STAR)
+
+
+def simulated_advances(planes: int, seg: int, tiles: int, slots: int, extra: int) -> int:
+    """The launch's end, group by group: each takes the place that frees first."""
+    free, end = [0] * slots, 0
+    for first in range(0, planes, seg):
+        for _ in range(tiles):
+            start = heapq.heappop(free)
+            heapq.heappush(free, start + min(seg, planes - first) + extra)
+            end = max(end, start + min(seg, planes - first) + extra)
+    return end
+
+
+def test_the_closed_form_is_the_simulation():
+    """Whole waves and the short last segment's groups counted in closed form give the end
+    that handing out every group one by one gives."""
+    rng = random.Random(5)
+    for _ in range(500):
+        planes = rng.randint(1, 200)
+        args = (planes, rng.randint(1, planes), rng.randint(1, 150), rng.randint(1, 140),
+                rng.randint(0, 12))
+        assert _launch_advances(*args) == simulated_advances(*args), args
 
 
 @pytest.mark.parametrize("planes", sorted(MEASURED))
@@ -41,6 +66,14 @@ def test_a_short_last_segment_fills_a_waves_end():
     segment's groups take the places that the long ones leave in the last wave."""
     geo = geometry(125)
     assert launch_advances(SPAN_64, geo, 132, 86) < launch_advances(SPAN_64, geo, 132, 64)
+
+
+def test_float64_and_less_local_memory_keep_their_steps():
+    """A span whose planes would not fit the local memory at its steps comes after those that
+    do: float64, or 32 KiB, take 32 x 32 cells and 4 steps first, not 64 x 64 and fewer."""
+    for facts, itemsize in ((H200, 8), ({**H200, "max_wg": 512, "local_mem": 32 * 1024}, 4)):
+        first = defaults(facts, geometry(512, itemsize))[0]
+        assert (first["local_w"], first["local_h"], first["max_steps"]) == (32, 8, 4)
 
 
 @pytest.mark.parametrize("planes", [1, 2, 9, 15, 16, 17, 125, 253, 512, 1024, 5000])

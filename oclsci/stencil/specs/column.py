@@ -14,7 +14,6 @@ moves across the plane and along the planes at once would need other planes acro
 from __future__ import annotations
 
 import functools
-import heapq
 import itertools
 import math
 from collections.abc import Mapping
@@ -34,13 +33,13 @@ PARAMS = (
 )
 KEYS = ("local_w", "local_h", "cells_x", "cells_y")
 LOCAL_BUDGET = 48 * 1024  # bytes of local memory a default takes at most
-# Work-group and cells (local_w, local_h, cells_x, cells_y), best first. On an H200, 512^3
-# (docs/bench/h200-stencil-column-spans-2026-11-28.md), spans of 64 x 64 cells with 3 steps a
-# launch ran 1.31x as fast as 32 x 32 with 4 (1024 work-items; with 512: 1.15x); the smaller
-# ones fit devices that allow fewer work-items or less local memory.
-SHAPES = [(64, 16, 1, 4), (32, 16, 2, 4), (32, 8, 1, 4), (64, 4, 1, 8), (32, 4, 1, 8),
-          (16, 8, 1, 2)]
-MOST_STEPS = 4
+# Work-group, cells (local_w, local_h, cells_x, cells_y) and most steps a launch, best first.
+# On an H200, 512^3 float32 (docs/bench/h200-stencil-column-spans-2026-11-28.md), spans of
+# 64 x 64 cells with 3 steps ran 1.31x as fast as 32 x 32 with 4 (1024 work-items; with 512:
+# 1.15x); the smaller ones fit devices that allow fewer work-items or less local memory, and
+# float64 (whose 64 x 64 planes would leave one step in 48 KiB).
+SHAPES = [(64, 16, 1, 4, 3), (32, 16, 2, 4, 3), (32, 8, 1, 4, 4), (64, 4, 1, 8, 4),
+          (32, 4, 1, 8, 4), (16, 8, 1, 2, 4)]
 SHORTEST_SEGMENT = 16  # planes a default's segment has at least (unless the grid has fewer)
 # Registers a work-item's rings may take at most (values of the field's type), a candidate's
 # limit: past it a GPU spills them to memory.
@@ -80,8 +79,9 @@ def local_mem(p: Mapping, geo: Geometry) -> int:
 
 def resident_groups(p: Mapping, geo: Geometry, facts: Mapping) -> int:
     """Work-groups resident at once on one compute unit: work-items (2048), registers (65536
-    of 32 bits; a work-item's rings and about 40 more: 63 in all for the first of
-    :data:`SHAPES` on an H200) and local memory allow (a rough estimate)."""
+    of 32 bits; a work-item's rings and 40 more, 76 for the first of :data:`SHAPES`, which
+    used 63 on an H200) and local memory (three work-groups' most) allow (a rough
+    estimate)."""
     items = p["local_w"] * p["local_h"]
     registers = 40 + ring_values(p, geo) * max(1, geo.itemsize // 4)
     return max(1, min(2048 // items, 65536 // (items * registers),
@@ -102,12 +102,26 @@ def launch_advances(p: Mapping, geo: Geometry, slots: int, seg: int) -> int:
 def _launch_advances(planes: int, seg: int, tiles: int, slots: int, extra: int) -> int:
     full, rest = divmod(planes, seg)
     waves, busy = divmod(full * tiles, slots)
-    free = [(waves + 1) * (seg + extra)] * busy + [waves * (seg + extra)] * (slots - busy)
-    if rest:  # the last, shorter segment's groups fill the places that free first
-        heapq.heapify(free)
-        for _ in range(tiles):
-            heapq.heappush(free, heapq.heappop(free) + rest + extra)
-    return max(free)
+    early, late = waves * (seg + extra), (waves + 1) * (seg + extra)  # when places free
+    end = late if busy else early
+    if not rest:
+        return end
+    # The last, shorter segment's groups (all as long) start in turn on the place that frees
+    # first: the last one starts at the least time by which `tiles` starts can have happened.
+    short = rest + extra
+
+    def starts_by(t: int) -> int:
+        return sum(count * ((t - free) // short + 1)
+                   for free, count in ((early, slots - busy), (late, busy)) if t >= free)
+
+    low, high = early, early + tiles * short
+    while low < high:
+        middle = (low + high) // 2
+        if starts_by(middle) >= tiles:
+            high = middle
+        else:
+            low = middle + 1
+    return max(end, low + short)
 
 
 def segment_planes(p: Mapping, geo: Geometry, facts: Mapping) -> int:
@@ -124,21 +138,23 @@ def segment_planes(p: Mapping, geo: Geometry, facts: Mapping) -> int:
 
 
 def defaults(facts: Mapping, geo: Geometry) -> list[dict]:
-    """Spans of :data:`SHAPES`, the most steps (up to :data:`MOST_STEPS`) whose halo takes
-    at most a quarter of the span's narrowest side and whose planes fit :data:`LOCAL_BUDGET`,
-    and the segment that :func:`segment_planes` finds fastest for the grid."""
+    """Spans of :data:`SHAPES`, each with the most steps (up to its own) whose halo takes at
+    most a quarter of the span's narrowest side, and the segment that
+    :func:`segment_planes` finds fastest for the grid: first those whose planes fit
+    :data:`LOCAL_BUDGET` at those steps, then the others with fewer steps, to fit."""
     if handles(geo):
         return []
     budget = min(facts["local_mem"], LOCAL_BUDGET)
-    found = []
-    for values in SHAPES:
+    fitting, cut = [], []
+    for *values, most in SHAPES:
         p = dict(zip(KEYS, values, strict=True))
-        p["max_steps"] = blocked_steps(min(span(p, geo, plane=True)), geo.radius, MOST_STEPS)
+        p["max_steps"] = blocked_steps(min(span(p, geo, plane=True)), geo.radius, most)
+        fits = local_mem(p, geo) <= budget
         while p["max_steps"] > 1 and local_mem(p, geo) > budget:
             p["max_steps"] -= 1
         p["seg"] = segment_planes(p, geo, facts)
-        found.append(p)
-    return found
+        (fitting if fits else cut).append(p)
+    return fitting + cut
 
 
 def candidates(facts: Mapping, geo: Geometry) -> list[dict]:
