@@ -104,6 +104,24 @@ def solve_and_compare(compute: Any, case: dict, config: KernelConfig) -> None:
                              f"{got[tuple(bad[0])]!r} != {want[tuple(bad[0])]!r}")
 
 
+def run_window(compute: Any, case: dict) -> None:
+    """One launch of ``temporal`` writing the case's rows only (``rows_read``): those rows
+    must equal NumPy's bit for bit."""
+    dtype = np.dtype(case["dtype"])
+    rng = case_rng(case["id"])
+    rhs, x0 = (rng.standard_normal(tuple(case["shape"])).astype(dtype) for _ in range(2))
+    first, stop = case["rows"]
+    solver = JacobiSolver(compute, rhs, x0=x0, dtype=dtype,
+                          config=KernelConfig("temporal", dict(case["params"])),
+                          rows_read=(first, stop))
+    solver.advance(int(case["steps"]))
+    got = solver.read()[first:stop]
+    want = jacobi_numpy(rhs, int(case["steps"]), x0=x0, dtype=dtype)[first:stop]
+    if not np.array_equal(got, want):
+        raise AssertionError(f"{int(np.sum(got != want))} cell(s) of rows {first}..{stop - 1} "
+                             "differ from NumPy")
+
+
 def _numpy_residual_rows(x: np.ndarray, rhs: np.ndarray, first_row: int, rows: int) -> float:
     r = laplacian(x) - np.asarray(rhs, dtype=np.float64)
     part = r[first_row - 1:first_row - 1 + rows]

@@ -140,9 +140,31 @@ def compare_cases() -> list[dict]:
                                                ((17, 40), 8, 16))]
 
 
+# ``temporal`` built to write some rows only (an MPI strip's launches, JacobiSolver's
+# ``rows_read``): its parameters, over one launch on 40 x 23 writing rows 17..25.
+WINDOWED = ({"rows": 2, "cols": 2, "local_w": 8, "local_h": 4, "max_steps": 3, "buffers": 2},
+            {"rows": 1, "cols": 1, "local_w": 8, "local_h": 8, "max_steps": 2, "buffers": 1})
+WINDOW_GRID, WINDOW_ROWS = (40, 23), (17, 26)
+
+
+def window_cases() -> list[dict]:
+    """One launch of each :data:`WINDOWED` configuration, float32 and float64."""
+    cases = []
+    for params in WINDOWED:
+        for dtype in ("float32", "float64"):
+            steps = int(KernelConfig("temporal", dict(params)).steps_per_launch)
+            cases.append({"id": case_id("jacobi", "temporal", config_label(params, None),
+                                        "window", dtype),
+                          "kind": "jacobi_window", "params": params, "shape": WINDOW_GRID,
+                          "rows": WINDOW_ROWS, "steps": steps, "dtype": dtype,
+                          "cost": case_work("temporal", params, None, WINDOW_GRID, steps)})
+    return cases
+
+
 def corner_cases() -> list[dict]:
-    """Every Jacobi corner case: the kernels, the residual, the comparison."""
-    return kernel_cases() + residual_cases() + compare_cases()
+    """Every Jacobi corner case: the kernels, the residual, the comparison, the windowed
+    launches."""
+    return kernel_cases() + residual_cases() + compare_cases() + window_cases()
 
 
 def prepare_corner_cases(compute: Any, cases: list[dict]) -> None:
@@ -164,6 +186,8 @@ def run_corner_case(compute: Any, case: dict) -> None:
         if not config.fits(compute, case["dtype"]):
             raise Unsupported(f"{config.describe()} does not fit device {compute.name}")
         corner_checks.solve_and_compare(compute, case, config)
+    elif case["kind"] == "jacobi_window":
+        corner_checks.run_window(compute, case)
     elif case["kind"] in ("residual", "residual_solver"):
         corner_checks.run_residual(compute, case)
     else:
