@@ -10,8 +10,9 @@ oclsci.stencil.overlap). One process, one device, no MPI:
 (``--size 24 --limit 3`` checks it on a CPU.) The period defaults to one launch of what
 ``auto`` runs on the whole grid. Lines: the configuration ``auto`` gives the strips (what a
 rank runs: one segment), then the tuning space of ``column`` and ``stream`` whose steps per
-launch divide the period, fastest first; each time is the host clock over periods of
-launches (oclsci.mpi.slabplan.strip_step_us), as the measured exchange plan times strips.
+launch divide the period and ``step``'s configurations, fastest first; each time is the host
+clock over periods of launches (oclsci.mpi.slabplan.strip_step_us), as the measured exchange
+plan times strips.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from oclsci.runtime.device import create_context
 from oclsci.stencil import Stencil
-from oclsci.stencil.kernels import StencilConfig, choose
+from oclsci.stencil.kernels import StencilConfig, choose, configurations
 from oclsci.stencil.solver import NeededLayers, stencil_geometry
 from oclsci.stencil.tuner import candidates, kernel_rate, sample_problem, strip_us
 
@@ -67,6 +68,7 @@ def main() -> None:
     space = [config for config in candidates(compute.facts.kernel_facts(), geo,
                                              ["column", "stream"])
              if period % config.steps_per_launch == 0][:args.limit]
+    space += configurations(compute.facts.kernel_facts(), "step", geo)
     timed = []
     for config in [auto[0]] + [c for c in space if c != auto[0]]:
         try:

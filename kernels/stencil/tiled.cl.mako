@@ -13,10 +13,14 @@
   (zero in the ring of radius cells).
   Parameters: dims, radius, fields, params, uses_prev, update (through the macros U(...),
   UPREV, F_<name>(...): oclsci.stencil.codegen.blocked_params), stencil_text, local_w,
-  local_h, local_d (3-D), cells_x, cells_y, cells_z (3-D), max_steps.
+  local_h, local_d (3-D), cells_x, cells_y, cells_z (3-D), max_steps, windowed.
+  With windowed, the launch writes the layers z_first .. z_stop - 1 along the slowest axis
+  only (planes in 3-D, rows in 2-D; runtime arguments), its tiles starting at z_first: an MPI
+  strip's launches (oclsci.stencil.solver.NeededLayers); otherwise the kernel ignores them.
   Layout as the step kernel's (padded by radius, rows of row_stride elements).
-  Global size: 2-D (ceil(n / tile_x) * local_w, ceil(m / tile_y) * local_h); 3-D
-  (ceil(p / tile_x) * local_w, ceil(n / tile_y) * local_h, ceil(m / tile_z) * local_d).
+  Global size: 2-D (ceil(n / tile_x) * local_w, ceil(w / tile_y) * local_h); 3-D
+  (ceil(p / tile_x) * local_w, ceil(n / tile_y) * local_h, ceil(w / tile_z) * local_d),
+  w = z_stop - z_first when windowed, else m.
   Contraction into FMA is off: each operation is one IEEE operation, as in NumPy.
 </%doc>
 <%
@@ -34,6 +38,9 @@
     cells = [(cz, cy, cx) for cz in range(CZ) for cy in range(CY) for cx in range(CX)]
     def name(c):
         return "_".join(map(str, c))
+    def window(n):  # the layers the launch writes, when it writes some only
+        layer = f"gz_{n}" if three else f"gy_{n}"
+        return f" && {layer} < z_stop" if windowed else ""
     def region(t, c):
         n = name(c)
         tests = [f"xc_{n} >= {R * t} && xc_{n} < {SX - R * t}",
@@ -89,23 +96,26 @@ void stencil_tiled(__global real_t *restrict u_new, __global const real_t *restr
 % endfor
                    const real_t boundary,
 % if three:
-                   int m, int n, int p, int row_stride)
+                   int m, int n, int p, int row_stride, int z_first, int z_stop)
 % else:
-                   int m, int n, int row_stride)
+                   int m, int n, int row_stride, int z_first, int z_stop)
 % endif
 {
     __local real_t levels[${B} * SPAN];
     const long rs = row_stride;
+    const int first = ${"z_first" if windowed else "0"};  // the first layer of the first tiles
 % if three:
     const long ps = (long)(n + ${2 * R}) * rs;
     const int nx = p, ny = n, nz = m;  // columns, rows, planes
-    const int gz0 = (int)get_group_id(2) * ${TZ} - ${H}, lz = (int)get_local_id(2);
+    const int gz0 = first + (int)get_group_id(2) * ${TZ} - ${H}, lz = (int)get_local_id(2);
+    const int gy0 = (int)get_group_id(1) * ${TY} - ${H};
 % else:
     const long ps = 0;
     const int nx = n, ny = m;
     const int gz0 = 0, lz = 0;
+    const int gy0 = first + (int)get_group_id(1) * ${TY} - ${H};
 % endif
-    const int gx0 = (int)get_group_id(0) * ${TX} - ${H}, gy0 = (int)get_group_id(1) * ${TY} - ${H};
+    const int gx0 = (int)get_group_id(0) * ${TX} - ${H};
     const int lx = (int)get_local_id(0), ly = (int)get_local_id(1);
 % for c in cells:
 <% n = name(c) %>\
@@ -138,7 +148,7 @@ ${bind(t, n)}
     // Write the tile (each work-item its own cells: no barrier needed).
 % for c in cells:
 <% n = name(c) %>\
-    if (in_${n} && ${region(K, c)}) {
+    if (in_${n} && ${region(K, c)}${window(n)}) {
         u_new[at_${n}] = LV(${buf(K)}, zc_${n}, yc_${n}, xc_${n});
 % if uses_prev:
         prev_new[at_${n}] = LV(${buf(K - 1)}, zc_${n}, yc_${n}, xc_${n});

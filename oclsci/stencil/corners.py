@@ -72,6 +72,12 @@ WINDOWED = (
       "pack_x": True}, (4, 9)),
     ("r4-3d", (19, 5, 9), "stream",
      {"local_w": 16, "local_h": 2, "cells_y": 5, "max_steps": 1, "seg": 2}, (8, 11)),
+    ("r2-coeff", (17, 11), "tiled",
+     {"local_w": 16, "local_h": 2, "cells_y": 5, "max_steps": 2}, (6, 9)),
+    ("wave-box27", (11, 6, 7), "tiled",
+     {"local_w": 4, "local_h": 4, "local_d": 2, "cells_z": 2, "max_steps": 1}, (4, 7)),
+    ("heat7", (15, 5, 7), "step", {"gpu_groups": 1}, (5, 10)),
+    ("r2-coeff", (17, 11), "step", {"cpu_groups": 1}, (6, 9)),
 )
 
 
@@ -94,7 +100,7 @@ def corner_cases() -> list[dict]:
     for name, shape, kernel, kernel_params, (first, stop) in WINDOWED:
         for dtype in ("float32", "float64"):
             case = _case(name, shape, dtype, kernel, kernel_params,
-                         kernel_params["max_steps"], 40)
+                         kernel_params.get("max_steps", 1), 40)
             windowed.append(dict(case, id=case["id"] + "-window", needed=(first, stop)))
     return ([_case(name, shape, dtype, "step", None, 3, 8)
              for name, shape in STEP_GRIDS for dtype in ("float32", "float64")]

@@ -21,9 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from oclsci.errors import InputError, InvalidArgumentError
-from oclsci.kernelspec import KernelSpec, Launch
+from oclsci.kernelspec import Argument, KernelSpec, Launch
 
-__all__ = ["Geometry", "StencilKernelSpec", "blocked_steps", "span", "tile"]
+__all__ = ["WINDOW_ARGUMENTS", "Geometry", "StencilKernelSpec", "blocked_steps", "span", "tile"]
+
+# The layers along the slowest axis that a launch writes, for the kernels that can write some
+# only (runtime: :class:`oclsci.stencil.solver.StencilSolver` sets them; the others ignore them).
+WINDOW_ARGUMENTS = (Argument("z_first"), Argument("z_stop"))
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,15 @@ from collections.abc import Mapping
 
 from oclsci.kernelspec import GPU, Argument, Param
 from oclsci.stencil.language import UPDATED
-from oclsci.stencil.specs import Geometry, StencilKernelSpec, blocked_steps, span, tile
-from oclsci.stencil.specs.stream import WINDOW_ARGUMENTS, launch
+from oclsci.stencil.specs import (
+    WINDOW_ARGUMENTS,
+    Geometry,
+    StencilKernelSpec,
+    blocked_steps,
+    span,
+    tile,
+)
+from oclsci.stencil.specs.stream import launch
 
 PARAMS = (
     Param("local_w", high=1024), Param("local_h", high=1024),

@@ -1,12 +1,13 @@
 """``step``: one step per launch, one cell per work-item, global memory only
-(``kernels/stencil/step.cl.mako``): the plainest kernel, for any grid and device."""
+(``kernels/stencil/step.cl.mako``): the plainest kernel, for any grid and device, and the one
+for an MPI strip's few layers (it can write some layers only: ``z_first`` .. ``z_stop - 1``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from oclsci.kernelspec import BOTH, Launch, Param, round_up
-from oclsci.stencil.specs import Geometry, StencilKernelSpec
+from oclsci.stencil.specs import WINDOW_ARGUMENTS, Geometry, StencilKernelSpec
 
 # Work-group shapes on GPUs (contiguous axis first); the global size is rounded up to them.
 GPU_LOCAL = {2: (64, 4), 3: (32, 4, 2)}
@@ -17,10 +18,9 @@ GPU_LOCAL = {2: (64, 4), 3: (32, 4, 2)}
 CPU_ROW_MOST, CPU_ROW_MIN = 256, 16
 
 
-def cpu_local(geo: Geometry) -> tuple[int, ...] | None:
-    """The CPU work-group for ``geo`` (contiguous axis first), None when the row's length
-    has no divisor from :data:`CPU_ROW_MIN` to :data:`CPU_ROW_MOST`."""
-    sizes = tuple(reversed(geo.shape))
+def cpu_local(sizes: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The CPU work-group for a launch of global ``sizes`` (contiguous axis first), None when
+    the row's length has no divisor from :data:`CPU_ROW_MIN` to :data:`CPU_ROW_MOST`."""
     row = max(d for d in range(1, min(sizes[0], CPU_ROW_MOST) + 1) if sizes[0] % d == 0)
     if row < CPU_ROW_MIN:
         return None
@@ -28,14 +28,16 @@ def cpu_local(geo: Geometry) -> tuple[int, ...] | None:
 
 
 def launch(p: Mapping, geo: Geometry) -> Launch:
-    """Every cell, the contiguous axis first: whole work-groups of :data:`GPU_LOCAL` when
-    ``p["gpu_groups"]`` (GPUs), the grid exactly in work-groups of :func:`cpu_local` when
-    ``p["cpu_groups"]`` (CPUs), else the grid exactly in the runtime's work-groups."""
-    sizes = tuple(reversed(geo.shape))
+    """Every cell of the layers the launch writes (``z_first`` .. ``z_stop - 1`` along the
+    slowest axis when given, else all), the contiguous axis first: whole work-groups of
+    :data:`GPU_LOCAL` when ``p["gpu_groups"]`` (GPUs), exactly in work-groups of
+    :func:`cpu_local` when ``p["cpu_groups"]`` (CPUs), else exactly in the runtime's."""
+    layers = p.get("z_stop", geo.shape[0]) - p.get("z_first", 0)
+    sizes = tuple(reversed((max(1, layers),) + geo.shape[1:]))
     if p.get("gpu_groups"):
         local = GPU_LOCAL[geo.dims]
         return tuple(round_up(s, g) for s, g in zip(sizes, local, strict=True)), local
-    return sizes, cpu_local(geo) if p.get("cpu_groups") else None
+    return sizes, cpu_local(sizes) if p.get("cpu_groups") else None
 
 
 def defaults(facts: Mapping, geo: Geometry) -> list[dict]:
@@ -64,5 +66,6 @@ SPEC = StencilKernelSpec(
     summary="one step per launch from global memory, any device",
     params=(Param("gpu_groups", default=0, low=0, high=1),
             Param("cpu_groups", default=0, low=0, high=1, template=False)),
-    launch=launch, defaults=defaults, check=check, cost=cost, suits=BOTH,
+    launch=launch, defaults=defaults, check=check, cost=cost, arguments=WINDOW_ARGUMENTS,
+    suits=BOTH,
 )

@@ -15,7 +15,14 @@ import math
 from collections.abc import Mapping
 
 from oclsci.kernelspec import GPU, Argument, Launch, Param
-from oclsci.stencil.specs import Geometry, StencilKernelSpec, blocked_steps, span, tile
+from oclsci.stencil.specs import (
+    WINDOW_ARGUMENTS,
+    Geometry,
+    StencilKernelSpec,
+    blocked_steps,
+    span,
+    tile,
+)
 
 PARAMS = (
     Param("local_w", high=1024), Param("local_h", default=1, high=1024),
@@ -56,10 +63,6 @@ def launch(p: Mapping, geo: Geometry) -> Launch:
               for s, t, g in zip(plane, tile(p, geo, plane=True)[::-1], local, strict=True)]
     planes = p.get("z_stop", geo.shape[0]) - p.get("z_first", 0)
     return (tuple(groups) + (max(1, math.ceil(planes / p["seg"])),), local + (1,))
-
-
-# The planes a launch writes (runtime: :class:`oclsci.stencil.solver.StencilSolver` sets them).
-WINDOW_ARGUMENTS = (Argument("z_first"), Argument("z_stop"))
 
 
 # Work-group and cells (local_w, local_h, cells_x, cells_y), best first, and the segment.

@@ -13,7 +13,14 @@ import math
 from collections.abc import Mapping
 
 from oclsci.kernelspec import GPU, Launch, Param
-from oclsci.stencil.specs import Geometry, StencilKernelSpec, blocked_steps, span, tile
+from oclsci.stencil.specs import (
+    WINDOW_ARGUMENTS,
+    Geometry,
+    StencilKernelSpec,
+    blocked_steps,
+    span,
+    tile,
+)
 
 PARAMS = (
     Param("local_w", high=1024), Param("local_h", high=1024),
@@ -41,10 +48,12 @@ def local_mem(p: Mapping, geo: Geometry) -> int:
 
 
 def launch(p: Mapping, geo: Geometry) -> Launch:
-    """One work-group per tile."""
+    """One work-group per tile of the layers the launch writes (``z_first`` ..
+    ``z_stop - 1`` along the slowest axis when given, else all)."""
     local = (p["local_w"], p["local_h"]) + ((p["local_d"],) if geo.dims == 3 else ())
     tiles = tile(p, geo)[::-1]
-    sizes = geo.shape[::-1]
+    layers = max(1, p.get("z_stop", geo.shape[0]) - p.get("z_first", 0))
+    sizes = ((layers,) + geo.shape[1:])[::-1]
     return (tuple(math.ceil(s / t) * g for s, t, g in zip(sizes, tiles, local, strict=True)),
             local)
 
@@ -112,5 +121,6 @@ SPEC = StencilKernelSpec(
     name="tiled", template="stencil/tiled",
     summary="temporal blocking of a tile in local memory, several steps a launch",
     params=PARAMS, launch=launch, defaults=defaults, steps_param="max_steps",
-    local_mem=local_mem, check=check, candidates=candidates, cost=cost, suits=GPU,
+    local_mem=local_mem, check=check, candidates=candidates, cost=cost,
+    arguments=WINDOW_ARGUMENTS, suits=GPU,
 )
