@@ -20,6 +20,7 @@ from oclsci.cli import (
 from oclsci.errors import InputError
 from oclsci.stencil import kernels as stencil_kernels
 from oclsci.stencil.driver import StencilJob, run_job
+from oclsci.stencil.problem import PERIODIC
 
 
 def split_pairs(pairs: tuple[str, ...], option: str) -> dict[str, str]:
@@ -47,6 +48,24 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
     return params
 
 
+class BoundaryType(click.ParamType):
+    """``--boundary``: a number, or ``periodic``."""
+
+    name = "VALUE|periodic"
+
+    def convert(self, value, param, ctx):
+        """``periodic`` as it is, anything else as a float."""
+        if isinstance(value, str) and value.strip().lower() == PERIODIC:
+            return PERIODIC
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is neither a number nor {PERIODIC!r}", param, ctx)
+
+
+BOUNDARY = BoundaryType()
+
+
 @click.command("stencil")
 @click.argument("expression", metavar="EXPR")
 @click.argument("input_path", metavar="[INPUT.npy]", required=False)
@@ -60,8 +79,9 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
               help="A scalar parameter's value (repeat for several).")
 @click.option("--prev", "prev_path", default=None, metavar="PREV.npy",
               help="The previous time level at the start, for u.prev (default: INPUT).")
-@click.option("--boundary", type=float, default=0.0, show_default=True,
-              help="The value of u beyond the grid (fields read zero there).")
+@click.option("--boundary", type=BOUNDARY, default="0", show_default=True,
+              help="The value of u beyond the grid (fields read zero there), or 'periodic': "
+                   "the grid wraps around on every axis (one device).")
 @click.option("--kernel", default="auto", show_default=True,
               help=stencil_kernels.choices_help())
 @click.option("--kernel-param", "kernel_pairs", multiple=True, metavar="NAME=VALUE",
@@ -83,7 +103,7 @@ def parse_params(pairs: tuple[str, ...]) -> dict[str, float]:
 @quiet_option
 def stencil_command(expression: str, input_path: str | None, steps: int, output: str,
                     field_pairs: tuple[str, ...], param_pairs: tuple[str, ...],
-                    prev_path: str | None, boundary: float, kernel: str,
+                    prev_path: str | None, boundary: float | str, kernel: str,
                     kernel_pairs: tuple[str, ...], dtype: str | None, device: str | None,
                     checkpoint: str | None, checkpoint_every: int, resume: str | None,
                     progress_every: float, quiet: bool) -> None:
@@ -122,5 +142,7 @@ def stencil_command(expression: str, input_path: str | None, steps: int, output:
                    f"wall time {outcome.step_seconds:.4f} s{slowest})")
     if outcome.distribution:
         click.echo(f"  mpi {outcome.distribution}")
+    if outcome.boundary:
+        click.echo(f"  boundary {outcome.boundary}")
     for path in outcome.written:
         click.echo(f"  wrote {path}")

@@ -19,7 +19,8 @@ from oclsci.arrays import check_finite
 from oclsci.errors import ArgumentTypeError
 from oclsci.runtime.device import as_compute_context
 from oclsci.stencil.language import Expression, parse
-from oclsci.stencil.problem import Problem, prepare, round_scalar
+from oclsci.stencil.periodic import PeriodicGrid
+from oclsci.stencil.problem import Problem, check_boundary, prepare
 from oclsci.stencil.reference import stencil_numpy
 from oclsci.stencil.runner import run_steps
 from oclsci.stencil.solver import StencilSolver
@@ -31,12 +32,13 @@ class Stencil:
     """A user's update of one field ``u`` (see :mod:`oclsci.stencil.language` for the
     expression): ``params`` gives the scalar parameters' values, ``fields`` the names of the
     read-only fields (default: every name that is not a parameter), ``boundary`` the value of
-    ``u`` beyond the grid (Dirichlet; zero by default, as ``oclsci jacobi`` has it). Fields read
-    as zero beyond the grid. A refused expression raises
+    ``u`` beyond the grid (Dirichlet; zero by default, as ``oclsci jacobi`` has it; fields
+    read as zero there), or ``"periodic"``: the grid wraps around on every axis, ``u`` and
+    the fields alike (:mod:`oclsci.stencil.periodic`). A refused expression raises
     :class:`~oclsci.stencil.language.StencilSyntaxError` (an InputError) in one line."""
 
     def __init__(self, expression: str, *, params: Mapping[str, float] | None = None,
-                 fields: Iterable[str] | None = None, boundary: float = 0.0):
+                 fields: Iterable[str] | None = None, boundary: float | str = 0.0):
         if params is not None and not isinstance(params, Mapping):
             raise ArgumentTypeError(f"params must map names to numbers, got "
                                     f"{type(params).__name__}")
@@ -44,8 +46,7 @@ class Stencil:
             fields = [fields]
         self.params = dict(params or {})
         self.expression: Expression = parse(expression, self.params, fields)
-        round_scalar(boundary, np.dtype(np.float64), "the boundary value")
-        self.boundary = boundary
+        self.boundary = check_boundary(boundary)
 
     def __repr__(self) -> str:
         return f"Stencil({self.expression.text!r}: {self.expression.describe()})"
@@ -77,10 +78,16 @@ class Stencil:
         (:meth:`~oclsci.runtime.device.ComputeContext.warn_if_flushed`)."""
         problem = self.problem(u0, steps, fields=fields, params=params, prev=prev,
                                dtype=dtype)
-        solver = StencilSolver(as_compute_context(device), problem, kernel=kernel,
-                               kernel_params=kernel_params)
-        run_steps(solver, problem.steps, progress=progress, should_stop=should_stop)
-        return check_finite(solver.read())
+        compute = as_compute_context(device)
+        if problem.periodic:
+            grid = PeriodicGrid(compute, problem, kernel=kernel, kernel_params=kernel_params)
+            solver, halo = grid.solver, grid
+        else:
+            solver = grid = StencilSolver(compute, problem, kernel=kernel,
+                                          kernel_params=kernel_params)
+            halo = None
+        run_steps(solver, problem.steps, halo=halo, progress=progress, should_stop=should_stop)
+        return check_finite(grid.read())
 
     def reference(self, u0: Any, steps: int, *, fields: Mapping | None = None,
                   params: Mapping | None = None, prev: Any = None,

@@ -4,7 +4,8 @@ resumed run needs to go on exactly where it stopped, on any number of ranks.
 The file (:mod:`oclsci.checkpoints`: ``.npz``, written atomically) holds the expression as
 written, ``u``, ``prev`` (when the update reads u.prev), every read-only field
 (``field_<name>``), every parameter (``param_<name>``) and the boundary value as the run
-rounded them, and ``step``, the steps done. :func:`resumed_problem` checks a resumed command
+rounded them, ``periodic`` where the grid wraps around (files without it: not), and
+``step``, the steps done. :func:`resumed_problem` checks a resumed command
 against it and refuses, in one line, one that would compute something else.
 """
 
@@ -36,6 +37,7 @@ class StencilCheckpoint:
     params: dict[str, Any]
     boundary: Any
     step: int
+    periodic: bool = False
 
 
 def save_checkpoint(path: str | os.PathLike, problem: Problem, u: np.ndarray,
@@ -46,6 +48,8 @@ def save_checkpoint(path: str | os.PathLike, problem: Problem, u: np.ndarray,
               "boundary": np.asarray(problem.boundary)}
     if prev is not None:
         arrays["prev"] = prev
+    if problem.periodic:
+        arrays["periodic"] = np.array(True)
     arrays.update({f"field_{name}": array for name, array in problem.fields.items()})
     arrays.update({f"param_{name}": np.asarray(value) for name, value in problem.params.items()})
     save_arrays(path, arrays, counter=COUNTER, count=step, version=FORMAT_VERSION)
@@ -85,7 +89,16 @@ def load_checkpoint(path: str | os.PathLike) -> StencilCheckpoint:
                 if name.startswith("field_")},
         params={name[len("param_"):]: value[()] for name, value in scalars.items()
                 if name.startswith("param_")},
-        boundary=fields["boundary"][()], step=int(fields[COUNTER]))
+        boundary=fields["boundary"][()], step=int(fields[COUNTER]),
+        periodic=_flag(path, fields.get("periodic")))
+
+
+def _flag(path: Path, value: np.ndarray | None) -> bool:
+    if value is None:
+        return False
+    if value.shape != () or value.dtype != np.bool_:
+        raise InputError(f"checkpoint {path}: periodic is not true or false")
+    return bool(value)
 
 
 def resumed_problem(path: str, state: StencilCheckpoint, expression: str, build: Any,
@@ -113,6 +126,8 @@ def resumed_problem(path: str, state: StencilCheckpoint, expression: str, build:
             for name, value in problem.params.items()):
         refuse("other parameters: " + (", ".join(f"{name}={value}" for name, value
                                                  in state.params.items()) or "none"))
+    if state.periodic != problem.periodic:
+        refuse("periodic boundaries" if state.periodic else "a boundary value")
     if not np.array_equal(state.boundary, problem.boundary):
         refuse(f"the boundary value {state.boundary}")
     if set(state.fields) != set(problem.fields):

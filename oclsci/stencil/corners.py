@@ -1,10 +1,11 @@
 """The user stencils' corner cases (see :mod:`oclsci.corners`): the step, tiled, stream, column
 and streaming kernels, 2-D and 3-D, radius 1, 2 and 4, star and box, a right-hand side and a
 coefficient field read at offsets, the previous level (``u.prev``), division, both precisions,
-one-row and 3 x 3 x 3 grids; the blocked kernels with several (partial) tiles and segments and
-a remainder launch; the kernels that can write some layers only (an MPI strip's launches:
-``windowed``) over one launch. Each equal to :meth:`~oclsci.stencil.Stencil.reference` bit for
-bit (the windowed ones on the layers they write)."""
+one-row and 3 x 3 x 3 grids, periodic boundaries (the wrap kernel too); the blocked kernels
+with several (partial) tiles and segments and a remainder launch; the kernels that can write
+some layers only (an MPI strip's launches: ``windowed``) over one launch. Each equal to
+:meth:`~oclsci.stencil.Stencil.reference` bit for bit (the windowed ones on the layers they
+write)."""
 
 from __future__ import annotations
 
@@ -29,16 +30,23 @@ STENCILS = {
                     " + u[0, 1, 0] + u[0, 0, -1] + u[0, 0, 1] - 6 * u)", {}, ("c",), 0.25),
     "heat7": ("u + k * (u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0] + u[0, 1, 0] + u[0, 0, -1]"
               " + u[0, 0, 1] - 6 * u)", {"k": 0.1}, (), 0.5),
+    # Periodic: the kernels on a widened grid, the wrap kernel refreshing its ghost cells.
+    "r2-coeff-periodic": ("u + k * (-u[-2, 0] + 16 * u[-1, 0] - u[0, 2] + u[0, -2] - 60 * u)"
+                          " / 12 + c[1, 1]", {"k": 0.05}, ("c",), "periodic"),
+    "wave-box27-periodic": (f"2 * u - u.prev + 0.01 * ({_BOX27})", {}, (), "periodic"),
 }
 # The step kernel: stencil name, grid.
 STEP_GRIDS = (("jacobi", (5, 7)), ("r2-coeff", (1, 9)), ("wave-box27", (3, 3, 3)),
-              ("r4-3d", (2, 5, 9)))
+              ("r4-3d", (2, 5, 9)), ("r2-coeff-periodic", (3, 7)),
+              ("wave-box27-periodic", (3, 4, 2)))
 # The blocked kernels over several (partial) tiles and a remainder launch (5 steps): stencil
 # name, grid, kernel, its parameters.
 BLOCKED = (
     ("jacobi", (9, 13), "tiled", {"local_w": 8, "local_h": 4, "cells_y": 2, "max_steps": 2}),
     ("r2-coeff", (7, 11), "tiled", {"local_w": 16, "local_h": 2, "cells_y": 5, "max_steps": 2}),
     ("wave-box27", (5, 6, 7), "tiled",
+     {"local_w": 4, "local_h": 4, "local_d": 2, "cells_z": 2, "max_steps": 1}),
+    ("wave-box27-periodic", (5, 6, 7), "tiled",
      {"local_w": 4, "local_h": 4, "local_d": 2, "cells_z": 2, "max_steps": 1}),
     ("jacobi", (9, 13), "stream", {"local_w": 8, "max_steps": 2, "seg": 4}),
     ("r2-coeff", (7, 11), "stream", {"local_w": 16, "max_steps": 2, "seg": 3}),

@@ -39,7 +39,8 @@ from oclsci.io import (
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.signals import StopFlag
 from oclsci.stencil.api import Stencil
-from oclsci.stencil.problem import Problem
+from oclsci.stencil.periodic import PeriodicGrid
+from oclsci.stencil.problem import PERIODIC, Problem
 from oclsci.stencil.runner import run_steps
 from oclsci.stencil.solver import StencilSolver
 
@@ -55,7 +56,7 @@ class StencilJob:
     fields: Mapping[str, str] = field(default_factory=dict)  # name -> .npy
     params: Mapping[str, float] = field(default_factory=dict)
     prev: str | None = None  # u.prev at the start, .npy (default: the input)
-    boundary: float = 0.0
+    boundary: float | str = 0.0  # or "periodic"
     dtype: str | None = None  # None: INPUT's (float32 or float64), the checkpoint's on resume
     device: str | None = None
     kernel: str = "auto"  # or a kernel's name (oclsci.stencil.kernels)
@@ -78,6 +79,7 @@ class StencilOutcome:
     first_step: int = 0  # the steps a resumed checkpoint had done
     distribution: str | None = None  # how ranks shared the grid, for an MPI run
     step_seconds: float = 0.0  # the steps' wall time (under MPI: the slowest rank's)
+    boundary: str | None = None  # how periodic boundaries ran (None: a boundary value)
     written: list[str] = field(default_factory=list)
 
 
@@ -95,16 +97,25 @@ class WholeGrid:
     """The whole grid on this process's one device."""
 
     def __init__(self, compute: Any, problem: Problem, job: StencilJob):
-        self.solver = StencilSolver(compute, problem, kernel=job.kernel,
-                                    kernel_params=dict(job.kernel_params) or None)
-        self.halo = None
+        params = dict(job.kernel_params) or None
+        if problem.periodic:  # the solver's grid widened by ghost cells, refreshed as a halo
+            self.halo = PeriodicGrid(compute, problem, kernel=job.kernel, kernel_params=params)
+            self.solver, self.levels = self.halo.solver, self.halo
+        else:
+            self.solver = self.levels = StencilSolver(compute, problem, kernel=job.kernel,
+                                                      kernel_params=params)
+            self.halo = None
 
     def gather(self) -> tuple[np.ndarray, np.ndarray | None]:
         """The field and the previous level (None without u.prev)."""
-        return self.solver.read(), self.solver.read_prev()
+        return self.levels.read(), self.levels.read_prev()
 
     def describe(self) -> None:
         """No distribution."""
+
+    def boundary(self) -> str | None:
+        """How periodic boundaries ran, for the summary (None: a boundary value)."""
+        return self.halo.describe() if self.halo else None
 
     @staticmethod
     def ready() -> None:
@@ -187,6 +198,10 @@ class StencilRun:
 
         def read() -> tuple[Problem, Start]:
             check_job(job)
+            if placement.world is not None and self.stencil.boundary == PERIODIC:
+                raise InputError("periodic boundaries run on one device: start oclsci "
+                                 "stencil --boundary periodic without mpiexec or srun's "
+                                 "several tasks")
             problem, step = load_problem(self.stencil, job)
             skeleton = replace(problem, u0=None, prev0=None, fields={})
             return problem, Start(skeleton, problem.shape, step)
@@ -236,7 +251,8 @@ class StencilRun:
             return None
         return StencilOutcome(compute, self.stencil, self.problem, u, self.started,
                               kernel=grid.solver.config.describe(), first_step=start.step,
-                              distribution=distribution, step_seconds=step_seconds)
+                              distribution=distribution, step_seconds=step_seconds,
+                              boundary=None if distribution else grid.boundary())
 
     def outputs(self, outcome: StencilOutcome) -> Writes:
         """The final checkpoint first (were the process killed while the field is written, a

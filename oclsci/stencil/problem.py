@@ -41,6 +41,21 @@ def round_scalar(value: Any, dtype: np.dtype, what: str) -> Any:
     return rounded
 
 
+PERIODIC = "periodic"  # the boundary where the grid wraps around on every axis
+
+
+def check_boundary(value: Any) -> Any:
+    """``value`` when it is a boundary a run takes: :data:`PERIODIC` or a real number
+    (refused in one line otherwise)."""
+    if isinstance(value, str):
+        if value.strip().lower() != PERIODIC:
+            raise InvalidArgumentError(f"the boundary must be a number or {PERIODIC!r}, got "
+                                       f"{value!r}")
+        return PERIODIC
+    round_scalar(value, np.dtype(np.float64), "the boundary value")
+    return value
+
+
 def check_grid(values: Any, what: str, dims: int | None) -> np.ndarray:
     """``values`` as a non-empty 2-D or 3-D array of finite numbers (``dims`` of them when
     given)."""
@@ -75,8 +90,9 @@ class Problem:
     prev0: np.ndarray | None  # the previous level at the start (u.prev only)
     fields: dict[str, np.ndarray]  # in the expression's order
     params: dict[str, Any]  # rounded, in the expression's order
-    boundary: Any  # the value beyond the grid, rounded
+    boundary: Any  # the value beyond the grid, rounded (0 when periodic)
     steps: int
+    periodic: bool = False  # the grid wraps around on every axis (no value beyond it)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -94,7 +110,9 @@ def prepare(expression: Expression, u0: Any, steps: Any, *, fields: Mapping | No
             boundary: Any = 0.0) -> Problem:
     """Check and round a run's inputs (see the module's docstring). ``prev`` is the previous
     level at the start (default: u0 itself, a field at rest); ``params`` gives every
-    parameter the expression uses."""
+    parameter the expression uses; ``boundary`` is the value of u beyond the grid, or
+    :data:`PERIODIC`."""
+    periodic = check_boundary(boundary) == PERIODIC
     steps = check_steps(steps)
     dtype = check_dtype(default_dtype(u0) if dtype is None else dtype)
     u0 = check_grid(u0, "u0", expression.dims)
@@ -134,4 +152,5 @@ def prepare(expression: Expression, u0: Any, steps: Any, *, fields: Mapping | No
         raise InvalidArgumentError("prev is given but the stencil never reads u.prev")
     return Problem(expression=expression, dtype=dtype, u0=_as_dtype(u0, dtype, "u0"),
                    prev0=prev0, fields=arrays, params=rounded,
-                   boundary=round_scalar(boundary, dtype, "the boundary value"), steps=steps)
+                   boundary=round_scalar(0 if periodic else boundary, dtype,
+                                         "the boundary value"), steps=steps, periodic=periodic)

@@ -4,7 +4,8 @@ It walks the expression's tree in the order the kernel evaluates it (left operan
 right, as Python and the generated C both do), with whole-grid arrays of the field's dtype and
 scalars already rounded to it (:mod:`oclsci.stencil.problem`): each operation is one IEEE
 operation in that dtype, as on the device. Cells beyond the grid hold the boundary value
-(``u``) or zero (read-only fields), as ``oclsci jacobi`` pads its grid with zeros.
+(``u``) or zero (read-only fields), as ``oclsci jacobi`` pads its grid with zeros; with a
+periodic boundary they hold the grid's cells from the other side (``np.pad``'s wrap).
 """
 
 from __future__ import annotations
@@ -80,14 +81,22 @@ def step(problem: Problem, u: np.ndarray, prev: np.ndarray | None,
 def stencil_numpy(problem: Problem) -> np.ndarray:
     """Run ``problem.steps`` updates in NumPy; return the final field (the grid's shape)."""
     radius = problem.expression.radius
-    fields = {name: pad(array, radius, problem.dtype.type(0))
+
+    def surround(array: np.ndarray, value: Any) -> np.ndarray:
+        if problem.periodic:
+            return np.pad(array, radius, mode="wrap")
+        return pad(array, radius, value)
+    fields = {name: surround(array, problem.dtype.type(0))
               for name, array in problem.fields.items()}
-    u = pad(problem.u0, radius, problem.boundary)
+    u = surround(problem.u0, problem.boundary)
     inner = tuple(slice(radius, radius + s) for s in problem.shape)
     prev = problem.prev0
     for _ in range(problem.steps):
         new = step(problem, u, prev, fields)
         if prev is not None:
             prev = u[inner].copy()
-        u[inner] = new
+        if problem.periodic:
+            u = surround(new, problem.boundary)
+        else:
+            u[inner] = new
     return u[inner].copy()

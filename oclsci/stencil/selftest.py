@@ -1,6 +1,6 @@
-"""``oclsci selftest``'s stencil checks: the seed's Jacobi, a 3-D 7-point heat update and a
-2-D wave with ``u.prev``, each bit for bit against the NumPy reference, in float32 and (where
-the device has it) float64.
+"""``oclsci selftest``'s stencil checks: the seed's Jacobi, a 3-D 7-point heat update, a 2-D
+wave with ``u.prev`` and the heat update with periodic boundaries, each bit for bit against
+the NumPy reference, in float32 and (where the device has it) float64.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ import numpy as np
 
 from oclsci.stencil.api import Stencil
 
-CASES = {
-    "jacobi": ("0.25 * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - b)", {}, ("b",), 2),
-    "heat-3d": ("u + k * (u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0] + u[0, 1, 0] + u[0, 0, -1]"
-                " + u[0, 0, 1] - 6 * u)", {"k": 0.1}, (), 3),
+HEAT_3D = ("u + k * (u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0] + u[0, 1, 0] + u[0, 0, -1]"
+           " + u[0, 0, 1] - 6 * u)")
+CASES = {  # name: expression, parameters, fields, dimensions, boundary
+    "jacobi": ("0.25 * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - b)", {}, ("b",), 2, 0.0),
+    "heat-3d": (HEAT_3D, {"k": 0.1}, (), 3, 0.0),
     "wave": ("2 * u - u.prev + c2 * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)",
-             {"c2": 0.2}, (), 2),
+             {"c2": 0.2}, (), 2, 0.0),
+    "heat-3d-periodic": (HEAT_3D, {"k": 0.1}, (), 3, "periodic"),
 }
 
 
@@ -31,11 +33,12 @@ def selftest_checks(compute: Any, size: dict) -> Iterator[tuple[str, Callable]]:
     for dtype in (np.float32, np.float64):
         if dtype == np.float64 and not compute.supports_fp64:
             continue
-        for name, (text, params, fields, dims) in CASES.items():
+        for name, (text, params, fields, dims, boundary) in CASES.items():
             shape = (m, n) if dims == 2 else (max(m // 4, 3), max(n // 4, 3), 13)
 
-            def check(text=text, params=params, fields=fields, shape=shape, dtype=dtype):
-                stencil = Stencil(text, params=params, fields=fields)
+            def check(text=text, params=params, fields=fields, shape=shape, dtype=dtype,
+                      boundary=boundary):
+                stencil = Stencil(text, params=params, fields=fields, boundary=boundary)
                 u0 = rng.uniform(-1, 1, shape).astype(dtype)
                 arrays = {field: rng.uniform(-1, 1, shape).astype(dtype) for field in fields}
                 got = stencil.run(u0, steps, fields=arrays, device=compute)

@@ -24,6 +24,7 @@ from gpu_profiles import PROFILES, described
 from mpi_launch import assert_ok, launch_env, mpi_missing, mpiexec_command, run_oclsci
 from signal_helpers import finish, wait_until_ranks_compute
 
+from oclsci.errors import InputError
 from oclsci.mpi.slabs import Decomposition
 from oclsci.mpi.subslabs import sub_slabs
 from oclsci.stencil import Stencil
@@ -314,6 +315,21 @@ def test_both_levels_through_shared_memory_and_mpi(tmp_path):
     assert_ok(run_oclsci(["stencil", *args, "--kernel", "step", "-o", out], ranks=3,
                          extra_env={"OCLSCI_MPI_NODE_RANKS": "2"}))
     assert np.array_equal(np.load(out), stencil_numpy(problem))
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpi_present")
+def test_periodic_boundaries_are_refused_over_ranks(tmp_path):
+    """Periodic boundaries run on one device: over ranks, one line and the input error's
+    code, nothing written."""
+    args, _ = save_case(tmp_path, "2d-r1-field", 5)
+    out = tmp_path / "p.npy"
+    result = run_oclsci(["stencil", *args, "--boundary", "periodic", "-o", out], ranks=2)
+    assert result.returncode == InputError.exit_code, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "periodic boundaries run on one device" in lines[0], \
+        result.stderr
+    assert not out.exists()
 
 
 # Case, kernel and its parameters, ranks, OCLSCI_MPI_NODE_RANKS, steps between exchanges
