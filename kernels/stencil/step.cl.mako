@@ -5,7 +5,8 @@
   Parameters:
     dims          2 or 3
     radius        the ring of cells around the grid (the stencil's reach), holding the boundary
-                  value in u_old and u_new (never written) and zero in the fields
+                  value in u_old and u_new (never written) and zero in the fields (with
+                  periodic boundaries, the other side: oclsci/stencil/periodic.py)
     fields        names of the read-only fields, in argument order (arguments f_<name>)
     params        names of the scalar parameters, in argument order (arguments p_<name>)
     uses_prev     whether the update reads the previous level (argument u_prev)

@@ -10,7 +10,7 @@
   (l + 1) mod 3). Only the tile is written back (u_new; with u.prev, prev_new gets the level
   before the last).
   Cells beyond the grid hold `boundary` at every level; fields are read from global memory
-  (zero in the ring of radius cells).
+  (zero in the ring of radius cells; the other side with periodic boundaries).
   Parameters: dims, radius, fields, params, uses_prev, update (through the macros U(...),
   UPREV, F_<name>(...): oclsci.stencil.codegen.blocked_params), stencil_text, local_w,
   local_h, local_d (3-D), cells_x, cells_y, cells_z (3-D), max_steps, windowed.

@@ -7,7 +7,9 @@ an OpenCL kernel whose results equal a NumPy reference bit for bit (docs/stencil
 - :mod:`~oclsci.stencil.problem`: a run's inputs, checked and rounded to the field's dtype;
 - :mod:`~oclsci.stencil.reference`: the NumPy reference;
 - :mod:`~oclsci.stencil.codegen`: the update as OpenCL C for ``kernels/stencil/``;
-- :mod:`~oclsci.stencil.solver`: buffers, the built kernel and launches on one device.
+- :mod:`~oclsci.stencil.solver`: buffers, the built kernel and launches on one device;
+- :mod:`~oclsci.stencil.periodic`: periodic boundaries (ghost cells refreshed between
+  launches).
 """
 
 from oclsci.stencil.api import Stencil, run_steps

@@ -37,6 +37,7 @@ from oclsci.runtime import programs
 from oclsci.runtime.launch import Launch
 from oclsci.stencil.kernels import choose
 from oclsci.stencil.problem import Problem
+from oclsci.stencil.runner import OneDevice
 from oclsci.stencil.solver import StencilSolver, geometry
 
 WORDS = {4: np.uint32, 8: np.uint64}  # the elements' bits, copied as they are
@@ -48,11 +49,11 @@ def widen(array: np.ndarray | None, depth: int) -> np.ndarray | None:
     return None if array is None else np.pad(array, depth, mode="wrap")
 
 
-class PeriodicGrid:
+class PeriodicGrid(OneDevice):
     """A periodic ``problem`` on ``compute``'s device: :attr:`solver` (a
     :class:`~oclsci.stencil.solver.StencilSolver` of the widened grid, ``kernel`` and
-    ``kernel_params`` as it takes them) and the run's halo (this object: every
-    :attr:`steps_between_exchanges` steps, :meth:`exchange` refreshes the ghost cells).
+    ``kernel_params`` as it takes them) and the run's halo on its one device (this object:
+    every :attr:`steps_between_exchanges` steps, :meth:`exchange` refreshes the ghost cells).
     ``period``: those steps (default: one launch of the kernel); more ghost cells are then
     computed, fewer refreshes run."""
 
@@ -69,10 +70,11 @@ class PeriodicGrid:
             raise InvalidArgumentError(f"period must be at least 1, got {period}")
         # A stencil that reads no neighbour needs no ghost cells.
         self.steps_between_exchanges = period if radius else 0
-        one_step = candidates[0].spec.steps_param is None
+        # Ghost cells for whichever candidate builds (a blocked one may follow a refused one).
+        one_step = all(config.spec.steps_param is None for config in candidates)
         self.widening = radius * (period - 1 if one_step else period)
         self.shape = problem.shape
-        wide = dataclasses.replace(problem, **{
+        wide = dataclasses.replace(problem, periodic=False, **{
             "u0": widen(problem.u0, self.widening),
             "prev0": widen(problem.prev0, self.widening),
             "fields": {name: widen(array, self.widening)
@@ -81,7 +83,8 @@ class PeriodicGrid:
         # they take as many steps a launch.
         fitted = choose(compute, kernel, geometry(wide, dtype), problem.expression, dtype,
                         kernel_params)
-        if fitted[0].steps_per_launch == launch:
+        if fitted[0].steps_per_launch == launch and (one_step or not all(
+                config.spec.steps_param is None for config in fitted)):
             candidates = fitted
         self.solver = solver = StencilSolver(compute, wide, candidates=candidates)
         # The buffers' extents: the widened grid and the ring (rows without their alignment).
@@ -126,17 +129,14 @@ class PeriodicGrid:
         self.exchanges += 1
 
     def _wrap(self, solver: StencilSolver) -> None:
-        for buffer in solver.buffers_now():
+        previous, current = solver.buffers_now()
+        # u.prev is read at the cell: its ghost cells matter where the kernel computes some.
+        for buffer in (previous if self.widening else None, current):
             if buffer is None:
                 continue
             for launch in self._refreshes:
                 launch.kernel.set_arg(0, buffer)
                 launch.fast()
-
-    @staticmethod
-    def agree(stop: Any, launches: int) -> tuple[Any, int]:
-        """One device: its own stop request and chunk size."""
-        return stop, launches
 
     def _own(self, array: np.ndarray | None) -> np.ndarray | None:
         if array is None:

@@ -52,6 +52,10 @@ def check_boundary(value: Any) -> Any:
             raise InvalidArgumentError(f"the boundary must be a number or {PERIODIC!r}, got "
                                        f"{value!r}")
         return PERIODIC
+    if value is None or isinstance(value, (bool, np.bool_)) or \
+            not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"the boundary must be a number or {PERIODIC!r}, got "
+                                f"{type(value).__name__} {value!r}")
     round_scalar(value, np.dtype(np.float64), "the boundary value")
     return value
 

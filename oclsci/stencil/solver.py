@@ -2,7 +2,8 @@
 
 Every buffer holds the grid inside a ring of ``radius`` cells (the boundary value in the
 field's buffers, zero in the read-only fields'), rows padded to a multiple of 16 elements.
-Kernels write the interior only, so the ring keeps its value for the whole run.
+Kernels write the interior only, so the ring keeps its value for the whole run (with
+periodic boundaries, :mod:`oclsci.stencil.periodic` rewrites it between launches).
 
 The one-step kernel (``step``) ping-pongs the field between two buffers, or rotates it through
 three when the update reads ``u.prev`` (previous, current, next). The blocked kernels
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 import pyopencl as cl
 
-from oclsci.errors import InputError
+from oclsci.errors import InputError, InvalidArgumentError
 from oclsci.kernelspec import round_up
 from oclsci.runtime import programs
 from oclsci.runtime.device import ComputeContext
@@ -115,6 +116,10 @@ class StencilSolver:
                  kernel_params: Mapping | None = None,
                  candidates: list[StencilConfig] | None = None,
                  needed: NeededLayers | None = None):
+        if problem.periodic:
+            raise InvalidArgumentError("a periodic problem runs on oclsci.stencil.periodic."
+                                       "PeriodicGrid (Stencil.run chooses it), not on "
+                                       "StencilSolver alone")
         self.compute = compute
         self.problem = problem
         self.dtype = compute.check_dtype(problem.dtype)

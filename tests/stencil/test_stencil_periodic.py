@@ -16,10 +16,12 @@ from oclsci.stencil import Stencil
 from oclsci.stencil.checkpoint import load_checkpoint
 from oclsci.stencil.periodic import PeriodicGrid
 from oclsci.stencil.runner import run_steps
+from oclsci.stencil.solver import StencilSolver
 
 pytestmark = pytest.mark.skipif(not DEVICE_SPECS, reason="no OpenCL device")
 
 HEAT_2D = "u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)"
+DRIFT = "u + c * (u[0, -1] - u) + 0.1 * (u[1, 0] - u)"
 CASES = {  # name: (expression, params, fields, shapes)
     "heat-2d": (HEAT_2D, {"k": 0.2}, (), [(13, 21), (1, 7)]),
     "box-9-point-coefficient": (
@@ -27,7 +29,7 @@ CASES = {  # name: (expression, params, fields, shapes)
         " + u[1, 1] - 8 * u)", {}, ("c",), [(9, 14)]),
     "star-13-point-radius-2": (
         "u + 0.05 * (u[-2, 0] + u[-1, 0] + u[1, 0] + u[2, 0] + u[0, -2] + u[0, -1] + u[0, 1]"
-        " + u[0, 2] - 8 * u)", {}, (), [(11, 3), (2, 9)]),
+        " + u[0, 2] - 8 * u)", {}, (), [(11, 3), (2, 9), (1, 7)]),
     "heat-3d-7-point": (
         "u + k * (u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0] + u[0, 1, 0] + u[0, 0, -1]"
         " + u[0, 0, 1] - 6 * u)", {"k": 0.1}, (), [(7, 5, 9), (3, 3, 3)]),
@@ -132,10 +134,39 @@ def test_the_one_step_kernel_reads_the_ring(compute, kernel, period, widening):
     assert np.array_equal(grid.read(), stencil.reference(u0, 9, fields=fields))
 
 
-def test_boundary_is_checked():
+def test_a_fallback_kernel_finds_its_ghost_cells(compute, monkeypatch):
+    """Where the first configuration (a one-step kernel) is refused and a blocked one
+    follows, the ghost cells are the blocked kernel's: same bits."""
+    import oclsci.stencil.periodic as periodic_module
+    import oclsci.stencil.solver as solver_module
+    from oclsci.stencil.kernels import StencilConfig
+
+    tiled = StencilConfig("tiled", {"local_w": 8, "local_h": 4, "local_d": 1, "cells_x": 1,
+                                    "cells_y": 2, "cells_z": 1, "max_steps": 2})
+    step = StencilConfig("step", {"gpu_groups": 1, "cpu_groups": 0})
+    monkeypatch.setattr(periodic_module, "choose", lambda *args, **kwargs: [step, tiled])
+    monkeypatch.setattr(solver_module.programs, "kernel_work_group_size",
+                        lambda compute, kernel: 1 if kernel.function_name == "stencil_step"
+                        else 1024)
+    stencil = Stencil(HEAT_2D, params={"k": 0.2}, boundary="periodic")
+    u0, _ = _inputs((9, 13), (), np.float32)
+    grid = PeriodicGrid(compute, stencil.problem(u0, 7))
+    assert grid.solver.config == tiled and grid.widening == 1
+    run_steps(grid.solver, 7, halo=grid)
+    assert np.array_equal(grid.read(), stencil.reference(u0, 7))
+
+
+def test_boundary_is_checked(compute):
     with pytest.raises(InvalidArgumentError, match="must be a number or 'periodic'"):
         Stencil(HEAT_2D, params={"k": 0.1}, boundary="wrap")
+    with pytest.raises(TypeError, match="must be a number or 'periodic', got NoneType"):
+        Stencil(HEAT_2D, params={"k": 0.1}, boundary=None)
     assert Stencil("u", boundary=" Periodic ").boundary == "periodic"
+    # The one-device solver alone would run it with a fixed boundary: refused.
+    problem = Stencil(HEAT_2D, params={"k": 0.1}, boundary="periodic").problem(
+        np.zeros((4, 5), np.float32), 3)
+    with pytest.raises(InvalidArgumentError, match="runs on oclsci.stencil.periodic"):
+        StencilSolver(compute, problem)
 
 
 @pytest.fixture
@@ -145,8 +176,6 @@ def files(tmp_path):
     np.save(tmp_path / "c.npy", fields["c"])
     return tmp_path, u0, fields
 
-
-DRIFT = "u + c * (u[0, -1] - u) + 0.1 * (u[1, 0] - u)"
 
 
 def test_command_runs_periodic_and_resumes(files, invoke_cli):
