@@ -72,11 +72,14 @@ def check_shape(stencil: Any, shape: Sequence[int]) -> tuple[int, ...]:
 
 def sample_problem(stencil: Any, shape: Sequence[int], dtype: Any) -> Problem:
     """The problem a search runs: u in [0, 1), read-only fields in [0, 0.1) (their values
-    change no kernel's speed), the stencil's parameters; CHECK_STEPS steps."""
+    change no kernel's speed), the stencil's parameters; CHECK_STEPS steps; a fixed boundary
+    (periodic runs launch the same kernels on a grid with ghost cells)."""
     shape = check_shape(stencil, shape)
     rng = np.random.default_rng(37)
     fields = {name: rng.uniform(0, 0.1, shape) for name in stencil.expression.fields}
-    return stencil.problem(rng.uniform(0, 1, shape), CHECK_STEPS, fields=fields, dtype=dtype)
+    problem = stencil.problem(rng.uniform(0, 1, shape), CHECK_STEPS, fields=fields,
+                              dtype=dtype)
+    return replace(problem, periodic=False)
 
 
 def default_shape(stencil: Any) -> tuple[int, ...]:

@@ -156,6 +156,14 @@ def test_a_fallback_kernel_finds_its_ghost_cells(compute, monkeypatch):
     assert np.array_equal(grid.read(), stencil.reference(u0, 7))
 
 
+def test_tuning_a_periodic_stencil_times_its_kernels(compute):
+    """A search for a periodic stencil runs the kernels a periodic run launches (on a fixed
+    boundary: the widened grid is theirs)."""
+    stencil = Stencil(HEAT_2D, params={"k": 0.2}, boundary="periodic")
+    report = stencil.tune((12, 16), device=compute, budget=1.0, kernels=["step"], save=False)
+    assert report.best is not None and report.best.config.name == "step"
+
+
 def test_boundary_is_checked(compute):
     with pytest.raises(InvalidArgumentError, match="must be a number or 'periodic'"):
         Stencil(HEAT_2D, params={"k": 0.1}, boundary="wrap")
