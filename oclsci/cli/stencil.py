@@ -112,8 +112,8 @@ def stencil_command(expression: str, input_path: str | None, steps: int, output:
     (e.g. 'u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)'), STEPS times on
     INPUT.npy; the result equals the NumPy reference bit for bit (docs/stencil.md). Under
     mpiexec the ranks share the grid in slabs, with the same result (not with --boundary
-    periodic, which runs on one device). Exit code 75 means a
-    signal stopped the run after writing the checkpoint: rerun with --resume to finish."""
+    periodic, which runs on one device). Exit code 75 means a signal stopped the run after
+    writing the checkpoint: rerun with --resume to finish."""
     params = parse_params(param_pairs)
     kernel_params = stencil_kernels.parse_param_values(
         kernel, split_pairs(kernel_pairs, "--kernel-param"))
