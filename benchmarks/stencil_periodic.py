@@ -4,17 +4,22 @@ S one launch of the kernel (the default) and two, one process, ``--kernel auto``
 
     OCLSCI_TUNE_CACHE=off python3 benchmarks/stencil_periodic.py [--size3d 512]
                                                                   [--size2d 16384] [--steps 600]
+                                                                  [--parts]
 
 (``--size3d 24 --size2d 64 --steps 12`` checks it on a CPU.) Cases: the 3-D 7-point heat
 stencil (k = 0.1) on SIZE3D^3 and the seed's Jacobi as a stencil (a right-hand side b) on
 SIZE2D^2, float32. Each line: microseconds per step (the host clock over STEPS steps that
 follow STEPS others on the same grid, as the command's `per step` line) and the kernel; the
 periodic runs' fields must be bit-identical whatever S (else the script exits 1).
+``--parts`` adds, per case, a launch's time on the grid with its ghost cells and on the
+plain grid, and a refresh's (its wrap launches, each also alone), over 100 repeats after
+one.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 import numpy as np
@@ -51,11 +56,33 @@ def timed(compute, stencil, u0, fields, steps, period=None) -> dict:
             "line": halo.describe() if halo else ""}
 
 
+def parts(compute, stencil, u0, fields) -> None:
+    """Print a launch's time with and without the ghost cells, and a refresh's."""
+    def clock(action, repeats=100) -> float:
+        action()
+        compute.queue.finish()
+        watch = compute.stopwatch()
+        for _ in range(repeats):
+            action()
+        return watch.stop() / repeats * 1e6
+
+    wrapped = stencil.problem(u0, 1, fields=fields)
+    grid = periodic.PeriodicGrid(compute, wrapped)
+    plain = StencilSolver(compute, dataclasses.replace(wrapped, periodic=False))
+    steps = grid.solver.steps_per_launch
+    print(f"  a launch ({steps} steps): with the ghost cells "
+          f"{clock(lambda: grid.solver.advance(steps)):.1f} us, without "
+          f"{clock(lambda: plain.advance(steps)):.1f} us")
+    print(f"  a refresh: {clock(lambda: grid.exchange(grid.solver)):.1f} us; its launches "
+          + ", ".join(f"{clock(launch.fast):.1f}" for launch in grid._refreshes) + " us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size3d", type=int, default=512)
     parser.add_argument("--size2d", type=int, default=16384)
     parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--parts", action="store_true", help="time a launch and a refresh")
     args = parser.parse_args()
     compute = create_context()
     rng = np.random.default_rng(0)
@@ -78,6 +105,8 @@ def main() -> None:
             print(f"{name}, periodic, S = {words}: {run['us']:9.2f} us/step "
                   f"({run['us'] / fixed['us']:.3f}x)  {run['line']}")
         same &= bool(np.array_equal(first["field"], second["field"]))
+        if args.parts:
+            parts(compute, wrapped, u0, fields)
     print("periodic fields bit-identical whatever S:", same)
     sys.exit(0 if same else 1)
 
