@@ -7,6 +7,7 @@ and write the field: parse the options into a :class:`~oclsci.stencil.driver.Ste
 from __future__ import annotations
 
 import functools
+import math
 import time
 
 import click
@@ -54,13 +55,22 @@ class BoundaryType(click.ParamType):
     name = "VALUE|periodic"
 
     def convert(self, value, param, ctx):
-        """``periodic`` as it is, anything else as a float."""
-        if isinstance(value, str) and value.strip().lower() == PERIODIC:
-            return PERIODIC
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            self.fail(f"{value!r} is neither a number nor {PERIODIC!r}", param, ctx)
+        """``periodic`` as it is, anything else as a finite float written in ASCII."""
+        if isinstance(value, (int, float)):
+            number = float(value)
+        else:
+            text = str(value).strip()
+            if text.lower() == PERIODIC:
+                return PERIODIC
+            try:
+                number = float(text) if text.isascii() and "_" not in text else None
+            except ValueError:
+                number = None
+            if number is None:
+                self.fail(f"{value!r} is neither a number nor {PERIODIC!r}", param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
 
 
 BOUNDARY = BoundaryType()

@@ -90,14 +90,17 @@ def load_checkpoint(path: str | os.PathLike) -> StencilCheckpoint:
         params={name[len("param_"):]: value[()] for name, value in scalars.items()
                 if name.startswith("param_")},
         boundary=fields["boundary"][()], step=int(fields[COUNTER]),
-        periodic=_flag(path, fields.get("periodic")))
+        periodic=_flag(path, fields.get("periodic"), fields["boundary"][()]))
 
 
-def _flag(path: Path, value: np.ndarray | None) -> bool:
+def _flag(path: Path, value: np.ndarray | None, boundary: Any) -> bool:
     if value is None:
         return False
     if value.shape != () or value.dtype != np.bool_:
         raise InputError(f"checkpoint {path}: periodic is not true or false")
+    if value and boundary != 0:
+        raise InputError(f"checkpoint {path}: periodic, yet with the boundary value "
+                         f"{boundary}")
     return bool(value)
 
 

@@ -199,9 +199,9 @@ class StencilRun:
         def read() -> tuple[Problem, Start]:
             check_job(job)
             if placement.world is not None and self.stencil.boundary == PERIODIC:
-                raise InputError("periodic boundaries run on one device: start oclsci "
-                                 "stencil --boundary periodic without mpiexec or srun's "
-                                 "several tasks")
+                raise InputError(f"periodic boundaries run on one device, not over "
+                                 f"{placement.world.size} MPI ranks: start oclsci stencil "
+                                 "--boundary periodic as one process")
             problem, step = load_problem(self.stencil, job)
             skeleton = replace(problem, u0=None, prev0=None, fields={})
             return problem, Start(skeleton, problem.shape, step)

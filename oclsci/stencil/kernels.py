@@ -139,9 +139,10 @@ class StencilConfig(kernelspec.KernelConfig):
 def configurations(facts: Mapping, kernel: str, geo: Geometry,
                    params: Mapping | None = None) -> list[StencilConfig]:
     """The configurations to try, best first, for ``kernel`` (a name or ``auto``) on a device
-    with ``facts``: ``params``, those not given at their own defaults or else at the first
-    device default's values (refused in one line if they cannot run), or else the kernel's
-    defaults that fit the device; ``auto`` ends with ``step``, which always fits."""
+    with ``facts``: ``params``, those not given at the first device default's values (where
+    those do not fit the ones given: at their own defaults, else the device default's),
+    refused in one line if they cannot run; or else the kernel's defaults that fit the
+    device; ``auto`` ends with ``step``, which always fits."""
     name = auto_kernel(facts, geo) if check_choice(kernel) == "auto" else kernel
     spec = get(name)
     if spec.handles(geo):
@@ -149,15 +150,21 @@ def configurations(facts: Mapping, kernel: str, geo: Geometry,
     fitting = [p for p in map(spec.resolve, spec.defaults(facts, geo))
                if spec.problem(p, geo, facts) is None]
     if params:
-        # Parameters not given take their own default, else the device default's value.
-        base = {key: value for key, value in (fitting[0] if fitting else {}).items()
-                if spec.param(key).default is None}
-        chosen = spec.resolve({**base, **params})
-        why = spec.problem(chosen, geo, facts)
-        if why:
-            described = StencilConfig(name, chosen).describe()
-            raise InvalidArgumentError(f"kernel {described}: {why}")
-        return [StencilConfig(name, chosen)]
+        known = {param.name for param in spec.params}
+        unknown = sorted(set(params) - known)
+        if unknown and name != kernel:
+            raise InvalidArgumentError(
+                f"--kernel auto runs {name} here, which has no parameter {unknown[0]!r} (it "
+                f"takes {', '.join(sorted(known)) or 'none'}); name the kernel with --kernel")
+        device = fitting[0] if fitting else {}
+        tries = [spec.resolve({**device, **params}), spec.resolve(
+            {**{key: value for key, value in device.items()
+                if spec.param(key).default is None}, **params})]
+        for chosen in tries:
+            why = spec.problem(chosen, geo, facts)
+            if why is None:
+                return [StencilConfig(name, chosen)]
+        raise InvalidArgumentError(f"kernel {StencilConfig(name, chosen).describe()}: {why}")
     found = [StencilConfig(name, p) for p in fitting]
     if kernel == "auto" and name != "step":
         found += configurations(facts, "step", geo)

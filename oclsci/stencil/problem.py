@@ -34,6 +34,8 @@ def round_scalar(value: Any, dtype: np.dtype, what: str) -> Any:
         shown = repr(value) if len(repr(value)) <= 24 else f"{repr(value)[:12]}... "\
             f"({len(str(abs(value)))} digits)"
         raise InvalidArgumentError(f"{what} is {shown}, beyond {dtype.name}'s range") from None
+    if math.isnan(number):
+        raise InvalidArgumentError(f"{what} is NaN, not a number")
     with np.errstate(over="ignore"):
         rounded = dtype.type(number)
     if not (math.isfinite(number) and np.isfinite(rounded)):

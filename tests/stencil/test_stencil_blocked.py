@@ -147,6 +147,23 @@ def test_auto_per_device_kind_and_grid():
     assert configurations(GPU, "auto", Geometry((64, 64, 64), 1))[-1].name == "step"
 
 
+def test_parameters_not_given_take_the_device_default():
+    """A parameter given alone keeps the device default's others (its span, its segment);
+    where they clash with it, the others' own defaults; under auto, a parameter that the
+    kernel auto runs does not take names that kernel."""
+    geo = Geometry((40, 40, 40), 1)
+    default = configurations(GPU, "stream", geo)[0]
+    given = configurations(GPU, "stream", geo, {"max_steps": 1})[0]
+    assert given.params == {**default.params, "max_steps": 1}
+    assert configurations(CPU, "stream", geo, {"max_steps": 1})[0].params["local_h"] > 1
+    # step's CPU default (cpu_groups) and gpu_groups exclude each other: gpu_groups alone.
+    assert configurations(CPU, "step", geo, {"gpu_groups": 1})[0].params == \
+        {"gpu_groups": 1, "cpu_groups": 0}
+    with pytest.raises(InvalidArgumentError, match="--kernel auto runs step here, which has "
+                                                   "no parameter 'max_steps'"):
+        configurations(CPU, "auto", geo, {"max_steps": 2})
+
+
 @pytest.mark.parametrize("facts", [CPU, GPU], ids=["cpu", "gpu"])
 @pytest.mark.parametrize("dims", [2, 3])
 @pytest.mark.parametrize("radius", [0, 1, 2, 4])

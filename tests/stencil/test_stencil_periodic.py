@@ -215,9 +215,21 @@ def test_command_runs_periodic_and_resumes(files, invoke_cli):
     assert not (folder / "x.npy").exists()
 
 
-def test_command_refuses_a_bad_boundary(files):
+@pytest.mark.parametrize("value,words", [
+    ("wrap", "'wrap' is neither a number nor 'periodic'"),
+    ("1_0", "'1_0' is neither a number nor 'periodic'"),
+    ("nan", "'nan' is not a finite number"), ("1e400", "'1e400' is not a finite number")])
+def test_command_refuses_a_bad_boundary(files, value, words):
     folder, _, _ = files
     result = run_cli("stencil", "u", "u0.npy", "-n", 2, "-o", "out.npy", "--boundary",
-                     "wrap", cwd=folder)
-    assert_one_line_error(result, "'wrap' is neither a number nor 'periodic'")
+                     value, cwd=folder)
+    assert_one_line_error(result, words, code=2)  # a usage error, as any bad option value
     assert not (folder / "out.npy").exists()
+
+
+def test_a_checkpoint_both_periodic_and_with_a_value_is_refused(tmp_path):
+    u = np.zeros((3, 4), np.float32)
+    np.savez(tmp_path / "c.npz", expression=np.array("u"), u=u, boundary=np.float32(3),
+             periodic=np.array(True), step=np.array(2), format_version=np.array(1))
+    with pytest.raises(InputError, match="periodic, yet with the boundary value 3"):
+        load_checkpoint(tmp_path / "c.npz")
