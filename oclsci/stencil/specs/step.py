@@ -1,6 +1,6 @@
 """``step``: one step per launch, one cell per work-item, global memory only
-(``kernels/stencil/step.cl.mako``): the plainest kernel, for any grid and device, and the one
-for an MPI strip's few layers (it can write some layers only: ``z_first`` .. ``z_stop - 1``)."""
+(``kernels/stencil/step.cl.mako``): the plainest kernel, for any grid and device (on CPUs an
+MPI strip's too: it can write some layers only, ``z_first`` .. ``z_stop - 1``)."""
 
 from __future__ import annotations
 
