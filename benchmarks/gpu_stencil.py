@@ -41,7 +41,7 @@ import pyopencl as cl
 
 from oclsci.bench.runner import measure_copy_bandwidth
 from oclsci.jacobi import tuner as jacobi_tuner
-from oclsci.jacobi.solver import JacobiSolver
+from oclsci.jacobi.runner import whole_grid_solver
 from oclsci.kernelspec.search import save_report
 from oclsci.runtime.device import create_context
 from oclsci.stencil import Stencil, StencilSolver
@@ -75,18 +75,20 @@ extern "C" __global__ void heat7(float* __restrict__ out, const float* __restric
 def best_seconds(make, steps: int, repeats: int) -> tuple[float, np.ndarray, str]:
     """Best wall time of ``steps`` steps over ``repeats`` fresh oclsci solvers from ``make()``
     (after a warm-up that builds every launch), the last result and the configuration."""
+    def finish(solver) -> None:  # every queue of a grid in bands (oclsci jacobi's)
+        getattr(solver, "finish", solver.compute.queue.finish)()
+
     warm = make()
     warm.advance(warm.steps_per_launch + steps % warm.steps_per_launch)
-    warm.compute.queue.finish()
+    finish(warm)
     del warm
     best = float("inf")
     for _ in range(repeats):
         solver = make()
-        queue = solver.compute.queue
-        queue.finish()
+        finish(solver)
         start = time.perf_counter()
         solver.advance(steps)
-        queue.finish()
+        finish(solver)
         best = min(best, time.perf_counter() - start)
         result, config = solver.read(), solver.config.describe()
         del solver
@@ -190,7 +192,8 @@ def main() -> None:
     rhs = rng.random((n, n), dtype=np.float32) - np.float32(0.5)
     problem = jacobi.problem(rhs, steps, fields={"b": rhs})
     j_time, j_result, j_config = best_seconds(
-        lambda: JacobiSolver(compute, rhs, kernel="auto", rhs_checked=True), steps, args.repeats)
+        lambda: whole_grid_solver(compute, rhs, kernel="auto", rhs_checked=True), steps,
+        args.repeats)
     s_time, s_result, s_config = best_seconds(
         lambda: StencilSolver(compute, problem, kernel="auto"), steps, args.repeats)
     same = np.array_equal(j_result, s_result)

@@ -83,6 +83,7 @@ def print_summary(outcome: JacobiOutcome) -> None:
     converged = " (converged: residual below --tol)" if result.converged else ""
     lines = problem_lines(outcome.compute, problem, x) + [
         f"kernel      {result.config.describe()}",
+        *([f"queues      {result.extra['queues']}"] if "queues" in result.extra else []),
         f"iterations  {result.iterations}{this_run}{converged}",
         f"device time {result.device_seconds:.4f} s ({result.timing_source}); "
         f"wall {result.wall_seconds:.4f} s",

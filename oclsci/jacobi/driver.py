@@ -27,7 +27,7 @@ from oclsci.driver import Notify, Placement, ProgressFactory, Writes, drive, on_
 from oclsci.errors import Interrupted
 from oclsci.io import write_array, write_image
 from oclsci.jacobi.job import JacobiJob, Problem, Start, prepare, stop_error
-from oclsci.jacobi.runner import JacobiResult, run
+from oclsci.jacobi.runner import JacobiResult, run, whole_grid_solver
 from oclsci.jacobi.solver import JacobiSolver
 from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.signals import StopFlag
@@ -91,13 +91,17 @@ class WholeGrid:
 
     def build(self, compute: Any, problem: Problem | None, start: Start, kernel: str) -> Solve:
         """A solver of the whole grid (``prepare`` checked the right-hand side)."""
-        solver = JacobiSolver(compute, problem.rhs, x0=problem.x0, dtype=start.dtype,
-                              kernel=kernel, rhs_checked=True)
+        solver = whole_grid_solver(compute, problem.rhs, x0=problem.x0, dtype=start.dtype,
+                                   kernel=kernel, rhs_checked=True)
         solver.iteration = problem.iteration
         return OneDeviceSolve(solver)
 
     def totals(self, result: JacobiResult, solve: Solve) -> tuple[JacobiResult, str | None]:
-        """The result as it is; no distribution."""
+        """The result, with the bands where the grid ran on several queues; no
+        distribution."""
+        bands = getattr(solve.solver, "describe", None)  # ConcurrentJacobi's, not JacobiSolver's
+        if bands is not None:
+            result.extra["queues"] = bands()
         return result, None
 
     def stopped(self, error: Interrupted, iteration: int, checkpoint: str | None) -> NoReturn:

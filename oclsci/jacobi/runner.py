@@ -1,7 +1,9 @@
 """Running a Jacobi solver: the loop that advances it in paced chunks between the points
 where a run must stop (halo exchanges, residual checks, checkpoints, stop requests), the
 checks of its arguments (tolerance, periods; step counts: :func:`oclsci.arrays.check_steps`),
-the relative residual, and the result of a run.
+the relative residual, and the result of a run; the solver of a whole grid on one device
+(:func:`whole_grid_solver`: one JacobiSolver, or the grid in bands of rows on queues of their
+own where :func:`queue_bands` gives several).
 
 :func:`run` takes any solver with the interface of
 :class:`~oclsci.jacobi.solver.JacobiSolver` and a ``halo`` (:class:`SingleDevice`, or an MPI
@@ -12,16 +14,17 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from oclsci.arrays import check_dtype, check_finite, check_steps
-from oclsci.errors import ArgumentTypeError, Interrupted, InvalidArgumentError
+from oclsci.arrays import check_dtype, check_finite, check_fits, check_steps
+from oclsci.errors import ArgumentTypeError, InputError, Interrupted, InvalidArgumentError
 from oclsci.jacobi.kernels import KernelConfig
-from oclsci.jacobi.solver import JacobiSolver
+from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config, validate_rhs
 from oclsci.runtime.device import as_compute_context
 from oclsci.runtime.launch import Pacer
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
@@ -173,6 +176,40 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
     )
 
 
+def queue_bands(compute: Any, config: KernelConfig, shape: tuple[int, int],
+                environ: Any = None) -> int:
+    """Bands of rows for a grid of ``shape`` on ``compute`` with ``config``:
+    ``OCLSCI_QUEUE_BANDS`` (a count; 1 turns bands off; at most one per row), or, unset or
+    ``auto``, what the configuration's spec asks for there."""
+    text = (environ if environ is not None else os.environ).get("OCLSCI_QUEUE_BANDS", "")
+    text = text.strip().lower()
+    if text in ("", "auto"):
+        return max(1, int(config.spec.queue_bands(config.values(), tuple(shape),
+                                                  bool(compute.is_gpu))))
+    if not text.isdigit() or int(text) < 1:
+        raise InputError(f"OCLSCI_QUEUE_BANDS must be a positive count of bands or auto, "
+                         f"got {text!r}")
+    return min(int(text), shape[0])
+
+
+def whole_grid_solver(compute: Any, rhs: Any, x0: Any = None, *, dtype: Any = np.float32,
+                      kernel: str = "auto", rhs_checked: bool = False) -> Any:
+    """The solver of a whole grid on ``compute``'s device, arguments as for
+    :class:`JacobiSolver`: a :class:`~oclsci.jacobi.concurrent.ConcurrentJacobi` where
+    :func:`queue_bands` gives more than one band, else a JacobiSolver."""
+    rhs = validate_rhs(rhs, check_finite=not rhs_checked)
+    dtype = compute.check_dtype(check_dtype(dtype))
+    if not rhs_checked:
+        check_fits(rhs, dtype, "the right-hand side")
+    config = choose_fitting_config(compute, kernel, dtype, rhs.shape)
+    bands = queue_bands(compute, config, rhs.shape)
+    if bands == 1:
+        return JacobiSolver(compute, rhs, x0=x0, dtype=dtype, config=config, rhs_checked=True)
+    from oclsci.jacobi.concurrent import ConcurrentJacobi  # only where a grid runs in bands
+
+    return ConcurrentJacobi(compute, rhs, x0, dtype=dtype, config=config, bands=bands)
+
+
 def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.float32,
            device: Any = None, kernel: str = "auto", tol: float | None = None,
            check_every: int = 1000) -> np.ndarray:
@@ -190,6 +227,6 @@ def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.f
     if not isinstance(kernel, str):
         raise ArgumentTypeError(f"kernel must be a name such as 'auto', got {kernel!r}")
     compute = as_compute_context(device)
-    solver = JacobiSolver(compute, rhs, x0=x0, dtype=dtype, kernel=kernel)
+    solver = whole_grid_solver(compute, rhs, x0=x0, dtype=dtype, kernel=kernel)
     run(solver, iterations, tol=tol, check_every=check_every)
     return check_finite(solver.read())

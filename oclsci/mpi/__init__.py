@@ -15,7 +15,9 @@ abort), :mod:`.slabs` (1-D slabs of rows with ghost rows, :class:`SlabHalo`; see
 :mod:`.subslabs` (a slab cut into strips and an interior; whether the ranks overlap),
 :mod:`.overlap` (the exchange behind the interior's steps; a workload's adapter makes the
 sub-slabs' solvers), :mod:`.rowcopy` (the copies between sub-slabs in one launch),
-:mod:`.bands` (bands of independent rows dealt out and gathered), :mod:`.plan` (the model of
+:mod:`.bands` (bands of independent rows dealt out and gathered), :mod:`.concurrent` (one
+device's grid as bands of rows on queues of its own, with the slabs' ghost rows and row copies
+and no MPI; loaded only where a grid runs in bands), :mod:`.plan` (the model of
 a run's time per step; the exchange plan it chooses), :mod:`.constants` (the model's constants,
 measured by ``oclsci tune --mpi`` and kept in the tuning cache). Nothing here prints or
 imports the command line or a workload.

@@ -223,6 +223,8 @@ class Stopwatch:
 
     Record the events of the launches to time; ``stop()`` waits for the queue and returns the
     device seconds between the start of the first and the end of the last recorded event.
+    Work on other queues of the device beside ``queue`` (one grid's bands on queues of their
+    own) adds the last event of each through :meth:`record_ends`.
     """
 
     queue: Any
@@ -230,6 +232,7 @@ class Stopwatch:
     wall_start: float = field(default_factory=time.perf_counter)
     first_event: Any = None
     last_event: Any = None
+    other_ends: list = field(default_factory=list)
     device_seconds: float = 0.0
     wall_seconds: float = 0.0
     source: str = "host clock"
@@ -240,15 +243,23 @@ class Stopwatch:
             self.first_event = event
         self.last_event = event
 
+    def record_ends(self, events: list) -> None:
+        """Note the last events so far of the other queues whose work is timed too (None
+        where a queue has none): the timed work ends with the last of them to end."""
+        self.other_ends = [event for event in events if event is not None]
+
     def stop(self) -> float:
-        """Wait for the queue; set and return ``device_seconds`` (and ``wall_seconds``)."""
+        """Wait for the queue (and the other queues' last events); set and return
+        ``device_seconds`` (and ``wall_seconds``)."""
         self.queue.finish()
+        if self.other_ends:
+            cl.wait_for_events(self.other_ends)
         self.wall_seconds = time.perf_counter() - self.wall_start
         self.device_seconds = self.wall_seconds
         if self.profiling and self.first_event is not None:
             try:
                 start = self.first_event.profile.start
-                end = self.last_event.profile.end
+                end = max(event.profile.end for event in [self.last_event, *self.other_ends])
             except cl.Error:
                 return self.device_seconds
             if end >= start > 0:

@@ -57,3 +57,6 @@ class JacobiSpec(KernelSpec):
     tile: Callable[[Mapping], tuple[int, int]] = lambda p: (16, 16)
     # (p, shape, work-items) -> cell updates per work-item and step (simulation cost).
     work_per_item: Callable[[Mapping, tuple[int, int], int], int] = _one_cell
+    # (p, shape, on a GPU) -> bands of rows that one device runs on queues of their own
+    # (oclsci/mpi/concurrent.py, oclsci/jacobi/concurrent.py); 1: the whole grid on one.
+    queue_bands: Callable[[Mapping, tuple[int, int], bool], int] = lambda p, shape, gpu: 1

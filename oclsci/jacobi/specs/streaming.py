@@ -133,6 +133,22 @@ def launch(p: Mapping, local_size: Any, m: int, n: int):
 LAUNCH_END_WAVES = 1.6
 
 
+# Bands of rows that one GPU runs on queues of their own (oclsci/jacobi/concurrent.py): one
+# band's launch ends while the others' launches fill the device. On one H200, float32
+# (docs/bench/h200-concurrent-bands-2026-11-28.md): 16384^2 ran 8.6% faster in 4 bands, 7% in
+# 5 or 6, 5% in 8, 3% in 3 and 1.4% slower in 2; 4 bands gained 3.3% on 32768^2, 10% on
+# 8158 x 16384, 7% on 4062 x 16384 (bands of 1015 rows), 6% on 6000^2, 6% on 16384^2
+# float64.
+QUEUE_BANDS = 4
+MIN_BAND_ROWS = 1000
+
+
+def queue_bands(p: Mapping, shape: tuple[int, int], on_gpu: bool) -> int:
+    """:data:`QUEUE_BANDS` on GPUs where each band gets at least :data:`MIN_BAND_ROWS`
+    rows, else one (not measured on CPUs, where auto does not take this kernel)."""
+    return QUEUE_BANDS if on_gpu and shape[0] >= QUEUE_BANDS * MIN_BAND_ROWS else 1
+
+
 def resident_groups(p: Mapping, itemsize: int, facts: Mapping) -> int:
     """Work-groups resident at once on one compute unit: registers and local memory allow
     (a rough estimate)."""
@@ -255,6 +271,7 @@ STREAMING = JacobiSpec(
     derived=jacobi_template_params,
     candidates=candidates, suits=GPU, auto_on=GPU, auto_min_cells=AUTO_MIN_CELLS, tuned_on=GPU,
     tile=lambda p: (p["seg_h"], halos(p)[1]),
+    queue_bands=queue_bands,
     work_per_item=lambda p, shape, items: p["cols"] * (min(p["seg_h"], shape[0])
                                                        + (1 + rows_apart(p)) * p["max_steps"]),
     examples=(

@@ -1,0 +1,94 @@
+"""Jacobi's grid as bands of rows on queues of their own (:mod:`oclsci.mpi.concurrent`), and
+what :func:`oclsci.jacobi.runner.whole_grid_solver` makes where the configuration's spec
+asks for bands (``streaming`` on GPUs, for grids of 4000 rows or more:
+:func:`oclsci.jacobi.specs.streaming.queue_bands`) or ``OCLSCI_QUEUE_BANDS`` names a count:
+the interface of
+:class:`~oclsci.jacobi.JacobiSolver` that :func:`oclsci.jacobi.run`, the commands and the
+checkpoints use, over one solver per band. The results are bit-identical to one solver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from oclsci.arrays import check_fits, validate_grid
+from oclsci.errors import InvalidArgumentError
+from oclsci.jacobi.kernels import KernelConfig
+from oclsci.jacobi.solver import JacobiSolver
+from oclsci.mpi.concurrent import GHOST_LAUNCHES, ConcurrentBands
+
+
+class _Bands:
+    """How :class:`ConcurrentJacobi`'s bands are made (a
+    :class:`~oclsci.mpi.concurrent.BandAdapter`): each a JacobiSolver of its rows."""
+
+    def __init__(self, rhs: np.ndarray, x0: np.ndarray | None, dtype: np.dtype,
+                 config: KernelConfig):
+        self.rhs, self.x0, self.dtype, self.config = rhs, x0, dtype, config
+
+    def solver(self, compute: Any, rows: slice) -> JacobiSolver:
+        """The band's solver: its rows of B and X0, the run's configuration."""
+        return JacobiSolver(compute, self.rhs[rows],
+                            x0=None if self.x0 is None else self.x0[rows],
+                            dtype=self.dtype, config=self.config, rhs_checked=True)
+
+    @staticmethod
+    def levels(solver: JacobiSolver) -> list[tuple[Any, list[Any]]]:
+        """The iterate: read from the current buffer, written into both (the fixed rows
+        are read from either)."""
+        return [(solver.x_buffer, solver.x_buffers)]
+
+    @staticmethod
+    def row_stride(solver: JacobiSolver) -> int:
+        """Elements of a padded row."""
+        return solver.row_stride
+
+
+class ConcurrentJacobi(ConcurrentBands):
+    """Jacobi on an m x n grid in ``bands`` bands of rows on queues of their own of
+    ``compute``'s device, all running ``config``: :class:`~oclsci.jacobi.JacobiSolver`'s
+    interface for runs (``advance``, ``iteration``, ``read``, the residual's sums; rows
+    numbered as in the whole padded grid). ``rhs`` must be finite and fit ``dtype``."""
+
+    def __init__(self, compute: Any, rhs: np.ndarray, x0: Any = None, *, dtype: Any,
+                 config: KernelConfig, bands: int):
+        self.m, self.n = rhs.shape
+        dtype = np.dtype(dtype)
+        if x0 is not None:
+            x0 = validate_grid(x0, "x0")
+            if x0.shape != rhs.shape:
+                raise InvalidArgumentError(f"x0 has shape {x0.shape}, expected {rhs.shape} "
+                                           "(the right-hand side's)")
+            check_fits(x0, dtype, "x0")
+        ghost = GHOST_LAUNCHES * config.steps_per_launch
+        row_stride = -(-(self.n + 2) // 16) * 16
+        compute.check_allocation(3 * (self.m + bands * (2 * ghost + 2)) * row_stride
+                                 * dtype.itemsize, f"a {self.m}x{self.n} {dtype.name} grid")
+        self.config = config
+        super().__init__(compute, self.m, self.n, _Bands(rhs, x0, dtype, config), bands=bands,
+                         steps_per_launch=config.steps_per_launch)
+
+    def read(self) -> np.ndarray:
+        """The current iterate's interior as an m x n NumPy array."""
+        x = np.empty((self.m, self.n), dtype=self.dtype)
+        for slab, solver in zip(self.decomposition.slabs, self.solvers, strict=True):
+            x[slab.first:slab.stop] = solver.read()[slab.first - slab.lo:slab.stop - slab.lo]
+        return x
+
+    def residual_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
+        """Sum over padded rows first_row..last_row of the squared residual ``L x - B`` (the
+        bands' ghost rows next to their own refreshed first where they may be stale)."""
+        self.refresh_stale()
+        return sum(solver.residual_sum_of_squares(a, b - 1)
+                   for _, solver, a, b in self._padded(first_row, last_row))
+
+    def rhs_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
+        """Sum of B squared over padded rows first_row..last_row."""
+        return sum(solver.rhs_sum_of_squares(a, b - 1)
+                   for _, solver, a, b in self._padded(first_row, last_row))
+
+    def _padded(self, first_row: int, last_row: int | None):
+        last_row = self.m if last_row is None else last_row
+        return self.owned(first_row - 1, last_row)

@@ -1,0 +1,181 @@
+"""One device's grid as bands of rows on queues of their own, so that the end of one band's
+launch overlaps the other bands' launches.
+
+The last work-groups of a launch finish while no group of the next launch may start, and the
+device idles in part until they do; the fewer waves of groups a launch makes, the more this
+weighs. Bands of one grid on separate in-order queues let the device start one band's next
+launch while another's ends. Each band is a slab of one
+:class:`~oclsci.mpi.slabs.Decomposition` of the grid with ``G = D S`` ghost rows a side
+(``S`` the steps per launch, ``D`` = :data:`GHOST_LAUNCHES`) and the fixed rows beyond them,
+so every owned cell goes through the same operations as in one solver of the whole grid: the
+results are bit-identical to it. A band's ghost rows stay exact for ``G`` steps after a
+refresh. The bands refresh in turn (band ``i`` starts ``i mod D`` launches short of ``G``), so
+that at each launch only some bands wait for their neighbours' last launch while the others
+go on; with ``D = 1`` every band would wait at every launch, and the launches' ends would
+line up again.
+
+A refresh copies a neighbour's owned rows into a staging buffer on the neighbour's queue,
+right after its last launch (the neighbour never waits for the band), then from there into
+the band's buffers on the band's own queue: one launch of the row-copy kernel each
+(:class:`~oclsci.mpi.rowcopy.RowCopier`). docs/performance.md, "Bands on concurrent queues",
+gives the measurements behind the design.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import pyopencl as cl
+
+from oclsci.mpi.rowcopy import RowCopier
+from oclsci.mpi.slabs import Decomposition
+from oclsci.runtime.partition import split_rows
+
+# Launches that a band's ghost rows last between two refreshes.
+GHOST_LAUNCHES = 2
+
+
+class BandAdapter(Protocol):
+    """What a workload tells :class:`ConcurrentBands` (its solvers have ``advance``,
+    ``iteration``, ``compute`` and ``dtype``)."""
+
+    def solver(self, compute: Any, rows: slice) -> Any:
+        """The solver of the grid's interior rows ``rows`` (a band's owned and ghost rows) on
+        ``compute`` (its own queue)."""
+
+    def levels(self, solver: Any) -> list[tuple[Any, list[Any]]]:
+        """Per level that a refresh copies: the buffer its rows are read from now, and the
+        buffers that received rows go into."""
+
+    def row_stride(self, solver: Any) -> int:
+        """Elements of one padded row of ``solver``'s buffers."""
+
+
+class ConcurrentBands:
+    """The bands of an ``m`` x ``n`` grid on ``compute``'s device, ``bands`` of them, each
+    on a queue of its own (the first on ``compute.queue``); ``adapter`` makes their solvers
+    (:class:`BandAdapter`), whose launches advance ``steps_per_launch`` steps. ``fixed`` and
+    ``ring`` describe the solvers' layout as for :class:`~oclsci.mpi.slabs.Decomposition`.
+    """
+
+    def __init__(self, compute: Any, m: int, n: int, adapter: BandAdapter, *, bands: int,
+                 steps_per_launch: int, fixed: int = 1, ring: int = 1):
+        self.compute = compute
+        self.adapter = adapter
+        self.steps_per_launch = int(steps_per_launch)
+        ghost = GHOST_LAUNCHES * self.steps_per_launch
+        self.decomposition = Decomposition.from_bounds(m, n, split_rows(m, bands), ghost,
+                                                       fixed=fixed, ring=ring)
+        self.solvers = [adapter.solver(compute if index == 0 else compute.with_own_queue(),
+                                       slice(slab.lo, slab.hi))
+                        for index, slab in enumerate(self.decomposition.slabs)]
+        self.row_stride = adapter.row_stride(self.solvers[0])
+        self.dtype = self.solvers[0].dtype
+        self._copiers = [RowCopier(solver.compute, self.dtype) for solver in self.solvers]
+        # Per band, the rows it receives: (source band, first global row, stop).
+        self._sources: list[list[tuple[int, int, int]]] = [[] for _ in self.solvers]
+        for source, dest, first, stop in self.decomposition.transfers():
+            self._sources[dest].append((source, first, stop))
+        # Steps each band's ghost rows stay exact; staggered so that bands refresh in turn.
+        self._valid = [ghost - (index % GHOST_LAUNCHES) * self.steps_per_launch
+                       for index in range(len(self.solvers))]
+        # Per (source band, band, first row, level): a staging buffer, its last copy out.
+        self._staging: dict[tuple[int, int, int, int], Any] = {}
+        self._consumed: dict[tuple[int, int, int, int], Any] = {}
+        self._last: list[Any] = [None] * len(self.solvers)
+        self.refreshes = 0
+
+    @property
+    def iteration(self) -> int:
+        """Steps done (the same in every band)."""
+        return self.solvers[0].iteration
+
+    @iteration.setter
+    def iteration(self, value: int) -> None:
+        for solver in self.solvers:
+            solver.iteration = int(value)
+
+    def advance(self, steps: int, stopwatch: Any = None) -> Any:
+        """Enqueue ``steps`` steps of every band, a launch at a time, refreshing the bands
+        whose ghost rows would not last the launch; return the first band's last event (the
+        stopwatch, when given, times every band)."""
+        remaining = int(steps)
+        while remaining > 0:
+            chunk = min(remaining,
+                        self.steps_per_launch - self.iteration % self.steps_per_launch)
+            for index, valid in enumerate(self._valid):
+                if valid < chunk:
+                    self._refresh(index)
+            for index, solver in enumerate(self.solvers):
+                event = solver.advance(chunk, stopwatch if index == 0 else None)
+                if event is not None:
+                    self._last[index] = event
+                solver.compute.queue.flush()
+                self._valid[index] -= chunk
+            remaining -= chunk
+        if stopwatch is not None:
+            stopwatch.record_ends(self._last[1:])
+        return self._last[0]
+
+    def refresh_stale(self, rows: int = 1) -> None:
+        """Refresh the bands whose ``rows`` ghost rows next to their owned rows may be stale
+        (what reading a residual needs)."""
+        for index, valid in enumerate(self._valid):
+            if valid < rows:
+                self._refresh(index)
+
+    def finish(self) -> None:
+        """Wait for every band's queue."""
+        for solver in self.solvers:
+            solver.compute.queue.finish()
+
+    def owned(self, first: int, stop: int):
+        """(band index, solver, first, stop) in the band's padded rows for the grid's
+        interior rows ``first..stop-1`` (counted from 0) that each band owns, in order."""
+        for index, slab in enumerate(self.decomposition.slabs):
+            a, b = max(first, slab.first), min(stop, slab.stop)
+            if b > a:
+                yield index, self.solvers[index], slab.local(a), slab.local(b)
+
+    def describe(self) -> str:
+        """The bands, for summaries."""
+        heights = sorted({slab.rows for slab in self.decomposition.slabs})
+        rows = str(heights[0]) if len(heights) == 1 else f"{heights[0]}-{heights[-1]}"
+        count = len(self.solvers)
+        return (f"{count} bands of {rows} rows on {count} queues, {self.decomposition.halo} "
+                f"ghost rows a side; {self.refreshes} refreshes")
+
+    def _offset(self, index: int, row: int) -> int:
+        """Elements before global interior row ``row`` in band ``index``'s buffers."""
+        return self.decomposition.slabs[index].local(row) * self.row_stride
+
+    def _refresh(self, index: int) -> None:
+        """Copy into band ``index``'s ghost and fixed rows the rows its neighbours own now."""
+        dest = self.solvers[index]
+        into = self.adapter.levels(dest)
+        staged, moves, keys = [], [], []
+        for source, first, stop in self._sources[index]:
+            solver = self.solvers[source]
+            queue = solver.compute.queue
+            count = (stop - first) * self.row_stride
+            out = []
+            for level, (buffer, _) in enumerate(self.adapter.levels(solver)):
+                key = (source, index, first, level)
+                if key not in self._staging:
+                    self._staging[key] = cl.Buffer(self.compute.context, cl.mem_flags.READ_WRITE,
+                                                   count * self.dtype.itemsize)
+                elif key in self._consumed:  # its rows must be out before new ones go in
+                    cl.enqueue_barrier(queue, wait_for=[self._consumed[key]])
+                out.append((buffer, self._offset(source, first), self._staging[key], 0, count))
+                moves += [(self._staging[key], 0, target, self._offset(index, first), count)
+                          for target in into[level][1]]
+                keys.append(key)
+            staged.append(self._copiers[source].enqueue(queue, out))
+            queue.flush()
+        queue = dest.compute.queue
+        cl.enqueue_barrier(queue, wait_for=staged)
+        event = self._copiers[index].enqueue(queue, moves)
+        for key in keys:
+            self._consumed[key] = event
+        self._valid[index] = self.decomposition.halo
+        self.refreshes += 1
