@@ -361,4 +361,3 @@ class JacobiSolver:
         return float(self._reductions[rhs_only](
             self.x_buffer, self.rhs_buffer, first_row, rows, self.n, self.row_stride,
             items=rows if by_rows else rows * self.n))
-
