@@ -54,17 +54,19 @@ class BandAdapter(Protocol):
 class ConcurrentBands:
     """The bands of an ``m`` x ``n`` grid on ``compute``'s device, ``bands`` of them, each
     on a queue of its own (the first on ``compute.queue``); ``adapter`` makes their solvers
-    (:class:`BandAdapter`), whose launches advance ``steps_per_launch`` steps. ``fixed`` and
-    ``ring`` describe the solvers' layout as for :class:`~oclsci.mpi.slabs.Decomposition`.
+    (:class:`BandAdapter`), whose launches advance ``steps_per_launch`` steps; a stale row's
+    error travels ``reach`` rows a step (a stencil's radius). ``fixed`` and ``ring`` describe
+    the solvers' layout as for :class:`~oclsci.mpi.slabs.Decomposition`.
     """
 
     def __init__(self, compute: Any, m: int, n: int, adapter: BandAdapter, *, bands: int,
-                 steps_per_launch: int, fixed: int = 1, ring: int = 1):
+                 steps_per_launch: int, reach: int = 1, fixed: int = 1, ring: int = 1):
         self.compute = compute
         self.adapter = adapter
         self.steps_per_launch = int(steps_per_launch)
-        ghost = GHOST_LAUNCHES * self.steps_per_launch
-        self.decomposition = Decomposition.from_bounds(m, n, split_rows(m, bands), ghost,
+        self._lasting = GHOST_LAUNCHES * self.steps_per_launch  # steps a refresh lasts
+        self.decomposition = Decomposition.from_bounds(m, n, split_rows(m, bands),
+                                                       self._lasting * int(reach),
                                                        fixed=fixed, ring=ring)
         self.solvers = [adapter.solver(compute if index == 0 else compute.with_own_queue(),
                                        slice(slab.lo, slab.hi))
@@ -77,7 +79,7 @@ class ConcurrentBands:
         for source, dest, first, stop in self.decomposition.transfers():
             self._sources[dest].append((source, first, stop))
         # Steps each band's ghost rows stay exact; staggered so that bands refresh in turn.
-        self._valid = [ghost - (index % GHOST_LAUNCHES) * self.steps_per_launch
+        self._valid = [self._lasting - (index % GHOST_LAUNCHES) * self.steps_per_launch
                        for index in range(len(self.solvers))]
         # Per (source band, band, first row, level): a staging buffer, its last copy out.
         self._staging: dict[tuple[int, int, int, int], Any] = {}
@@ -107,7 +109,8 @@ class ConcurrentBands:
                 if valid < chunk:
                     self._refresh(index)
             for index, solver in enumerate(self.solvers):
-                event = solver.advance(chunk, stopwatch if index == 0 else None)
+                timed = index == 0 and stopwatch is not None
+                event = solver.advance(chunk, stopwatch) if timed else solver.advance(chunk)
                 if event is not None:
                     self._last[index] = event
                 solver.compute.queue.flush()
@@ -117,11 +120,11 @@ class ConcurrentBands:
             stopwatch.record_ends(self._last[1:])
         return self._last[0]
 
-    def refresh_stale(self, rows: int = 1) -> None:
-        """Refresh the bands whose ``rows`` ghost rows next to their owned rows may be stale
-        (what reading a residual needs)."""
+    def refresh_stale(self) -> None:
+        """Refresh the bands whose ghost rows next to their owned rows may be stale (what
+        reading a residual needs)."""
         for index, valid in enumerate(self._valid):
-            if valid < rows:
+            if valid < 1:
                 self._refresh(index)
 
     def finish(self) -> None:
@@ -177,5 +180,5 @@ class ConcurrentBands:
         event = self._copiers[index].enqueue(queue, moves)
         for key in keys:
             self._consumed[key] = event
-        self._valid[index] = self.decomposition.halo
+        self._valid[index] = self._lasting
         self.refreshes += 1
