@@ -9,7 +9,7 @@ For each shape: the whole grid (``--kernel auto``'s configuration, on one queue)
 configuration in each number of bands; each line gives microseconds per step and G cell
 updates per second (host clock around ``--steps`` steps after a warm-up, best of two), and
 whether the result equals the whole grid's bit for bit. ``auto`` is marked: the count that
-``oclsci jacobi`` takes there (:func:`oclsci.jacobi.solver.queue_bands`).
+``oclsci jacobi`` takes there (:func:`oclsci.jacobi.runner.queue_bands`).
 """
 
 from __future__ import annotations

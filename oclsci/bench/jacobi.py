@@ -2,7 +2,7 @@
 
 Variants: NumPy (the seed's code), the seed's PyOpenCL loop as written in the talk, and every
 kernel of :data:`oclsci.jacobi.kernels.KERNELS` as one device runs it
-(:func:`oclsci.jacobi.concurrent.whole_grid_solver`).
+(:func:`oclsci.jacobi.runner.whole_grid_solver`).
 """
 
 from __future__ import annotations

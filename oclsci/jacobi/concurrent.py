@@ -1,6 +1,6 @@
 """Jacobi's grid as bands of rows on queues of their own (:mod:`oclsci.mpi.concurrent`), and
 what :func:`oclsci.jacobi.runner.whole_grid_solver` makes where the configuration's spec
-asks for bands (``streaming`` on GPUs, for grids of 4000 rows or more:
+asks for bands (``streaming`` on GPUs, for grids of 2^25 cells and 4000 rows or more:
 :func:`oclsci.jacobi.specs.streaming.queue_bands`) or ``OCLSCI_QUEUE_BANDS`` names a count:
 the interface of
 :class:`~oclsci.jacobi.JacobiSolver` that :func:`oclsci.jacobi.run`, the commands and the
@@ -15,8 +15,8 @@ import numpy as np
 
 from oclsci.arrays import check_fits, validate_grid
 from oclsci.errors import InvalidArgumentError
-from oclsci.jacobi.kernels import KernelConfig
-from oclsci.jacobi.solver import JacobiSolver
+from oclsci.jacobi.kernels import KernelConfig, choose_config
+from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
 from oclsci.mpi.concurrent import GHOST_LAUNCHES, ConcurrentBands
 
 
@@ -46,14 +46,25 @@ class _Bands:
         return solver.row_stride
 
 
+def banded_bytes(shape: tuple[int, int], dtype: Any, steps_per_launch: int,
+                 bands: int) -> int:
+    """Device bytes of a grid in ``bands`` bands: B and the two iterates, each band with its
+    ghost and fixed rows, its rows padded as :class:`~oclsci.jacobi.JacobiSolver` pads them."""
+    m, n = shape
+    ghost = GHOST_LAUNCHES * steps_per_launch
+    row_stride = -(-(n + 2) // 16) * 16
+    return 3 * (m + bands * (2 * ghost + 2)) * row_stride * np.dtype(dtype).itemsize
+
+
 class ConcurrentJacobi(ConcurrentBands):
     """Jacobi on an m x n grid in ``bands`` bands of rows on queues of their own of
-    ``compute``'s device, all running ``config``: :class:`~oclsci.jacobi.JacobiSolver`'s
-    interface for runs (``advance``, ``iteration``, ``read``, the residual's sums; rows
-    numbered as in the whole padded grid). ``rhs`` must be finite and fit ``dtype``."""
+    ``compute``'s device, all running ``config`` (default: what ``kernel`` means for the
+    whole grid): :class:`~oclsci.jacobi.JacobiSolver`'s interface for runs (``advance``,
+    ``iteration``, ``read``, the residual's sums; rows numbered as in the whole padded grid).
+    ``rhs`` must be finite and fit ``dtype``."""
 
     def __init__(self, compute: Any, rhs: np.ndarray, x0: Any = None, *, dtype: Any,
-                 config: KernelConfig, bands: int):
+                 bands: int, kernel: str = "auto", config: KernelConfig | None = None):
         self.m, self.n = rhs.shape
         dtype = np.dtype(dtype)
         if x0 is not None:
@@ -62,10 +73,11 @@ class ConcurrentJacobi(ConcurrentBands):
                 raise InvalidArgumentError(f"x0 has shape {x0.shape}, expected {rhs.shape} "
                                            "(the right-hand side's)")
             check_fits(x0, dtype, "x0")
-        ghost = GHOST_LAUNCHES * config.steps_per_launch
-        row_stride = -(-(self.n + 2) // 16) * 16
-        compute.check_allocation(3 * (self.m + bands * (2 * ghost + 2)) * row_stride
-                                 * dtype.itemsize, f"a {self.m}x{self.n} {dtype.name} grid")
+        # Checks first, the build (seconds on some drivers) last.
+        steps = (config or choose_config(compute, kernel, dtype, rhs.shape)).steps_per_launch
+        compute.check_allocation(banded_bytes(rhs.shape, dtype, steps, bands),
+                                 f"a {self.m}x{self.n} {dtype.name} grid")
+        config = config or choose_fitting_config(compute, kernel, dtype, rhs.shape)
         self.config = config
         super().__init__(compute, self.m, self.n, _Bands(rhs, x0, dtype, config), bands=bands,
                          steps_per_launch=config.steps_per_launch)

@@ -22,9 +22,15 @@ from typing import Any
 import numpy as np
 
 from oclsci.arrays import check_dtype, check_finite, check_fits, check_steps
-from oclsci.errors import ArgumentTypeError, InputError, Interrupted, InvalidArgumentError
-from oclsci.jacobi.kernels import KernelConfig
-from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config, validate_rhs
+from oclsci.errors import (
+    ArgumentTypeError,
+    DeviceMemoryError,
+    InputError,
+    Interrupted,
+    InvalidArgumentError,
+)
+from oclsci.jacobi.kernels import KernelConfig, choose_config
+from oclsci.jacobi.solver import JacobiSolver, validate_rhs
 from oclsci.runtime.device import as_compute_context
 from oclsci.runtime.launch import Pacer
 from oclsci.runtime.signals import EXIT_SIGNAL_BASE, signal_name, stop_exit_code
@@ -196,18 +202,27 @@ def whole_grid_solver(compute: Any, rhs: Any, x0: Any = None, *, dtype: Any = np
                       kernel: str = "auto", rhs_checked: bool = False) -> Any:
     """The solver of a whole grid on ``compute``'s device, arguments as for
     :class:`JacobiSolver`: a :class:`~oclsci.jacobi.concurrent.ConcurrentJacobi` where
-    :func:`queue_bands` gives more than one band, else a JacobiSolver."""
-    rhs = validate_rhs(rhs, check_finite=not rhs_checked)
-    dtype = compute.check_dtype(check_dtype(dtype))
-    if not rhs_checked:
-        check_fits(rhs, dtype, "the right-hand side")
-    config = choose_fitting_config(compute, kernel, dtype, rhs.shape)
-    bands = queue_bands(compute, config, rhs.shape)
-    if bands == 1:
-        return JacobiSolver(compute, rhs, x0=x0, dtype=dtype, config=config, rhs_checked=True)
-    from oclsci.jacobi.concurrent import ConcurrentJacobi  # only where a grid runs in bands
+    :func:`queue_bands` gives more than one band and the bands' extra rows fit the device's
+    memory, else a JacobiSolver."""
+    grid = validate_rhs(rhs, check_finite=False)  # the shape and kind; values below
+    checked = compute.check_dtype(check_dtype(dtype))
+    config = choose_config(compute, kernel, checked, grid.shape)
+    bands = queue_bands(compute, config, grid.shape)
+    if bands > 1:
+        from oclsci.jacobi.concurrent import ConcurrentJacobi, banded_bytes  # only in bands
 
-    return ConcurrentJacobi(compute, rhs, x0, dtype=dtype, config=config, bands=bands)
+        try:
+            compute.check_allocation(
+                banded_bytes(grid.shape, checked, config.steps_per_launch, bands), "bands")
+        except DeviceMemoryError:
+            bands = 1  # the grid alone may fit: one queue
+    if bands == 1:
+        return JacobiSolver(compute, rhs, x0=x0, dtype=dtype, kernel=kernel,
+                            rhs_checked=rhs_checked)
+    grid = validate_rhs(rhs, check_finite=not rhs_checked)
+    if not rhs_checked:
+        check_fits(grid, checked, "the right-hand side")
+    return ConcurrentJacobi(compute, grid, x0, dtype=checked, bands=bands, kernel=kernel)
 
 
 def jacobi(rhs: Any, iterations: int = 150000, x0: Any = None, dtype: Any = np.float32,

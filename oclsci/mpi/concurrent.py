@@ -23,16 +23,21 @@ gives the measurements behind the design.
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any, Protocol
 
 import pyopencl as cl
 
+from oclsci.errors import InvalidArgumentError
 from oclsci.mpi.rowcopy import RowCopier
 from oclsci.mpi.slabs import Decomposition
 from oclsci.runtime.partition import split_rows
 
 # Launches that a band's ghost rows last between two refreshes.
 GHOST_LAUNCHES = 2
+# Rounds (a launch of every band) between the host's waits: it stays at most two such batches
+# ahead of the device, so that a long advance() never queues without bound.
+ROUNDS_PER_WAIT = 128
 
 
 class BandAdapter(Protocol):
@@ -61,6 +66,9 @@ class ConcurrentBands:
 
     def __init__(self, compute: Any, m: int, n: int, adapter: BandAdapter, *, bands: int,
                  steps_per_launch: int, reach: int = 1, fixed: int = 1, ring: int = 1):
+        if not 1 <= bands <= m:
+            raise InvalidArgumentError(f"{bands} bands for a grid of {m} rows: each band needs "
+                                       "at least one row")
         self.compute = compute
         self.adapter = adapter
         self.steps_per_launch = int(steps_per_launch)
@@ -85,6 +93,8 @@ class ConcurrentBands:
         self._staging: dict[tuple[int, int, int, int], Any] = {}
         self._consumed: dict[tuple[int, int, int, int], Any] = {}
         self._last: list[Any] = [None] * len(self.solvers)
+        self._rounds = 0
+        self._batches: deque = deque()  # an event per ROUNDS_PER_WAIT rounds
         self.refreshes = 0
 
     @property
@@ -99,9 +109,11 @@ class ConcurrentBands:
 
     def advance(self, steps: int, stopwatch: Any = None) -> Any:
         """Enqueue ``steps`` steps of every band, a launch at a time, refreshing the bands
-        whose ghost rows would not last the launch; return the first band's last event (the
-        stopwatch, when given, times every band)."""
+        whose ghost rows would not last the launch; return the first band's last event, None
+        for no steps (the stopwatch, when given, times every band)."""
         remaining = int(steps)
+        if remaining <= 0:
+            return None
         while remaining > 0:
             chunk = min(remaining,
                         self.steps_per_launch - self.iteration % self.steps_per_launch)
@@ -116,6 +128,11 @@ class ConcurrentBands:
                 solver.compute.queue.flush()
                 self._valid[index] -= chunk
             remaining -= chunk
+            self._rounds += 1
+            if self._rounds % ROUNDS_PER_WAIT == 0:
+                self._batches.append(self._last[-1])
+                if len(self._batches) > 2:
+                    self._batches.popleft().wait()
         if stopwatch is not None:
             stopwatch.record_ends(self._last[1:])
         return self._last[0]

@@ -17,14 +17,14 @@ import pytest
 from conftest import run_cli, start_cli
 from signal_helpers import finish, wait_until_computing
 
-from oclsci.errors import InputError
+from oclsci.errors import InputError, InvalidArgumentError
 from oclsci.jacobi.checkpoint import load_checkpoint
 from oclsci.jacobi.concurrent import ConcurrentJacobi
 from oclsci.jacobi.kernels import KERNELS, KernelConfig
 from oclsci.jacobi.reference import jacobi_numpy, laplacian
 from oclsci.jacobi.runner import queue_bands, relative_residual, run, whole_grid_solver
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
-from oclsci.jacobi.specs.streaming import MIN_BAND_ROWS, QUEUE_BANDS
+from oclsci.jacobi.specs.streaming import AUTO_MIN_CELLS, MIN_BAND_ROWS, QUEUE_BANDS
 
 # One configuration per kernel: its first example (several steps per launch where it has them).
 CONFIGS = [KernelConfig(name, dict(spec.examples[0][0]), spec.examples[0][1])
@@ -77,9 +77,10 @@ def test_resumed_iteration_and_residual(any_compute):
 def test_streaming_asks_for_bands_on_gpus_only(any_compute):
     config = KernelConfig("streaming", dict(KERNELS["streaming"].examples[0][0]))
     spec, values = config.spec, config.values()
-    tall = (QUEUE_BANDS * MIN_BAND_ROWS, 64)
+    tall = (QUEUE_BANDS * MIN_BAND_ROWS, -(-AUTO_MIN_CELLS // (QUEUE_BANDS * MIN_BAND_ROWS)))
     assert spec.queue_bands(values, tall, True) == QUEUE_BANDS
-    assert spec.queue_bands(values, (tall[0] - 1, 64), True) == 1
+    assert spec.queue_bands(values, (tall[0] - 1, tall[1] * 2), True) == 1  # bands too thin
+    assert spec.queue_bands(values, (tall[0] * 2, 64), True) == 1  # auto takes temporal there
     assert spec.queue_bands(values, tall, False) == 1
     assert KERNELS["temporal"].queue_bands({}, tall, True) == 1
     assert queue_bands(any_compute, config, (10, 10), {"OCLSCI_QUEUE_BANDS": "3"}) == 3
@@ -101,6 +102,40 @@ def test_whole_grid_solver_chooses_by_the_rule(any_compute, monkeypatch):
     assert solver.describe().startswith("2 bands of 6 rows on 2 queues, 2 ghost rows a side")
     with pytest.raises(InputError, match="x0 has shape"):
         whole_grid_solver(any_compute, rhs, x0=np.ones((3, 3)))
+
+
+def test_band_counts_checked_and_no_steps(any_compute):
+    rhs = np.ones((6, 4), np.float32)
+    config = choose_fitting_config(any_compute, "coalesced", np.float32, rhs.shape)
+    for bands in (0, 7):
+        with pytest.raises(InvalidArgumentError, match="each band needs at least one row"):
+            ConcurrentJacobi(any_compute, rhs, dtype=np.float32, config=config, bands=bands)
+    solver = ConcurrentJacobi(any_compute, rhs, dtype=np.float32, config=config, bands=6)
+    assert solver.advance(0) is None and solver.iteration == 0
+
+
+def test_a_long_advance_keeps_the_host_near_the_device(any_compute, monkeypatch):
+    """advance() waits for the batch of rounds before last: the queues never hold more than
+    about two batches (ROUNDS_PER_WAIT rounds each)."""
+    from oclsci.mpi import concurrent
+
+    monkeypatch.setattr(concurrent, "ROUNDS_PER_WAIT", 4)
+    rhs = np.random.default_rng(13).standard_normal((20, 9)).astype(np.float32)
+    config = choose_fitting_config(any_compute, "coalesced", np.float32, rhs.shape)
+    solver = ConcurrentJacobi(any_compute, rhs, dtype=np.float32, config=config, bands=2)
+    waited = []
+    original = concurrent.deque.popleft
+
+    class Batches(concurrent.deque):
+        def popleft(self):
+            event = original(self)
+            waited.append(event)
+            return event
+
+    solver._batches = Batches()
+    solver.advance(30)  # 30 rounds of one step: a wait at rounds 12, 16, 20, 24 and 28
+    assert len(waited) == 5 and len(solver._batches) == 2
+    np.testing.assert_array_equal(solver.read(), jacobi_numpy(rhs, 30))
 
 
 def test_timed_over_every_queue(any_compute):

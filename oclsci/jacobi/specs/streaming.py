@@ -144,9 +144,11 @@ MIN_BAND_ROWS = 1000
 
 
 def queue_bands(p: Mapping, shape: tuple[int, int], on_gpu: bool) -> int:
-    """:data:`QUEUE_BANDS` on GPUs where each band gets at least :data:`MIN_BAND_ROWS`
-    rows, else one (not measured on CPUs, where auto does not take this kernel)."""
-    return QUEUE_BANDS if on_gpu and shape[0] >= QUEUE_BANDS * MIN_BAND_ROWS else 1
+    """:data:`QUEUE_BANDS` on GPUs for grids where ``auto`` takes this kernel and each band
+    gets at least :data:`MIN_BAND_ROWS` rows, else one (not measured on CPUs, where auto does
+    not take this kernel, nor on smaller grids)."""
+    large = shape[0] * shape[1] >= AUTO_MIN_CELLS and shape[0] >= QUEUE_BANDS * MIN_BAND_ROWS
+    return QUEUE_BANDS if on_gpu and large else 1
 
 
 def resident_groups(p: Mapping, itemsize: int, facts: Mapping) -> int:
