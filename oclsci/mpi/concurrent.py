@@ -81,7 +81,8 @@ class ConcurrentBands:
                         for index, slab in enumerate(self.decomposition.slabs)]
         self.row_stride = adapter.row_stride(self.solvers[0])
         self.dtype = self.solvers[0].dtype
-        self._copiers = [RowCopier(solver.compute, self.dtype) for solver in self.solvers]
+        # One copier per (source, band) and per band: each keeps its ranges' arguments set.
+        self._copiers: dict[tuple[int, int], RowCopier] = {}
         # Per band, the rows it receives: (source band, first global row, stop).
         self._sources: list[list[tuple[int, int, int]]] = [[] for _ in self.solvers]
         for source, dest, first, stop in self.decomposition.transfers():
@@ -165,6 +166,14 @@ class ConcurrentBands:
         return (f"{count} bands of {rows} rows on {count} queues, {self.decomposition.halo} "
                 f"ghost rows a side; {self.refreshes} refreshes")
 
+    def _copier(self, source: int, dest: int) -> RowCopier:
+        """The copier of band ``source``'s rows out to band ``dest`` (or, ``source == dest``,
+        into it), on the queue of ``source``."""
+        key = (source, dest)
+        if key not in self._copiers:
+            self._copiers[key] = RowCopier(self.solvers[source].compute, self.dtype)
+        return self._copiers[key]
+
     def _offset(self, index: int, row: int) -> int:
         """Elements before global interior row ``row`` in band ``index``'s buffers."""
         return self.decomposition.slabs[index].local(row) * self.row_stride
@@ -190,11 +199,11 @@ class ConcurrentBands:
                 moves += [(self._staging[key], 0, target, self._offset(index, first), count)
                           for target in into[level][1]]
                 keys.append(key)
-            staged.append(self._copiers[source].enqueue(queue, out))
+            staged.append(self._copier(source, index).enqueue(queue, out))
             queue.flush()
         queue = dest.compute.queue
         cl.enqueue_barrier(queue, wait_for=staged)
-        event = self._copiers[index].enqueue(queue, moves)
+        event = self._copier(index, index).enqueue(queue, moves)
         for key in keys:
             self._consumed[key] = event
         self._valid[index] = self._lasting
