@@ -1,10 +1,11 @@
-"""Jacobi's grid as bands of rows on queues of their own (:mod:`oclsci.mpi.concurrent`), and
-what :func:`oclsci.jacobi.runner.whole_grid_solver` makes where the configuration's spec
-asks for bands (``streaming`` on GPUs, for grids of 2^25 cells and 4000 rows or more:
-:func:`oclsci.jacobi.specs.streaming.queue_bands`) or ``OCLSCI_QUEUE_BANDS`` names a count:
-the interface of
-:class:`~oclsci.jacobi.JacobiSolver` that :func:`oclsci.jacobi.run`, the commands and the
-checkpoints use, over one solver per band. The results are bit-identical to one solver.
+"""Jacobi's grid as bands of rows on queues of their own (:mod:`oclsci.mpi.concurrent`).
+
+:func:`oclsci.jacobi.runner.whole_grid_solver` makes a :class:`ConcurrentJacobi` where the
+configuration's spec asks for bands (``streaming`` on GPUs, for grids of 2^25 cells and 4000
+rows or more: :func:`oclsci.jacobi.specs.streaming.queue_bands`) or ``OCLSCI_QUEUE_BANDS``
+names a count. It offers the interface of :class:`~oclsci.jacobi.JacobiSolver` that
+:func:`oclsci.jacobi.run`, the commands and the checkpoints use, over one solver per band;
+the results are bit-identical to one solver.
 """
 
 from __future__ import annotations
