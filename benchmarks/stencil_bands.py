@@ -15,15 +15,14 @@ whether the field equals the whole grid's bit for bit.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import time
 
 import numpy as np
+from queue_bands import seconds_per_step  # this folder's: the same timing as Jacobi's bands
 
 from oclsci.mpi.concurrent import ConcurrentBands
 from oclsci.runtime.device import create_context
 from oclsci.stencil import Stencil
-from oclsci.stencil.overlap import StencilPieces
+from oclsci.stencil.overlap import StencilBands
 from oclsci.stencil.solver import StencilSolver
 
 HEAT = ("u + k * (u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0] + u[0, 1, 0] + u[0, 0, -1] "
@@ -31,43 +30,11 @@ HEAT = ("u + k * (u[-1, 0, 0] + u[1, 0, 0] + u[0, -1, 0] + u[0, 1, 0] + u[0, 0, 
 JACOBI = "0.25 * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - b)"
 
 
-class Bands:
-    """Each band a StencilSolver of its layers of ``problem`` running ``config``."""
-
-    def __init__(self, problem, config):
-        self.problem, self.config = problem, config
-
-    def solver(self, compute, rows: slice) -> StencilSolver:
-        problem = self.problem
-        piece = dataclasses.replace(
-            problem, u0=problem.u0[rows],
-            prev0=None if problem.prev0 is None else problem.prev0[rows],
-            fields={name: array[rows] for name, array in problem.fields.items()})
-        return StencilSolver(compute, piece, candidates=[self.config])
-
-    levels = staticmethod(StencilPieces.levels)
-    row_stride = staticmethod(StencilPieces.row_stride)
-
-
-def seconds_per_step(solver, steps: int) -> float:
-    """Best of two host-timed runs of ``steps`` steps, after a warm-up launch."""
-    finish = getattr(solver, "finish", solver.compute.queue.finish)
-    solver.advance(solver.steps_per_launch)
-    finish()
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        solver.advance(steps)
-        finish()
-        best = min(best, time.perf_counter() - start)
-    return best / steps
-
-
 def banded(compute, problem, config, bands: int) -> ConcurrentBands:
     """The problem's grid in ``bands`` bands, each running ``config``."""
     radius = problem.expression.radius
     grid = ConcurrentBands(compute, problem.shape[0], int(np.prod(problem.shape[1:])),
-                           Bands(problem, config), bands=bands,
+                           StencilBands(problem, config), bands=bands,
                            steps_per_launch=config.steps_per_launch, reach=radius, fixed=0,
                            ring=radius)
     return grid

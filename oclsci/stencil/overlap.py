@@ -1,6 +1,7 @@
 """A stencil slab with the halo exchange behind the interior's steps: the sub-slabs of
 :class:`oclsci.mpi.overlap.OverlappedSlab` as :class:`~oclsci.stencil.solver.StencilSolver`
-grids (:class:`StencilPieces`), as :mod:`oclsci.jacobi.overlap` makes Jacobi's.
+grids (:class:`StencilPieces`), as :mod:`oclsci.jacobi.overlap` makes Jacobi's; and the bands
+of :class:`oclsci.mpi.concurrent.ConcurrentBands` the same way (:class:`StencilBands`).
 """
 
 from __future__ import annotations
@@ -31,12 +32,8 @@ class StencilPieces:
     def solver(self, rows: slice, strip: bool, owned: slice) -> StencilSolver:
         """The sub-slab's solver for the slab's layers ``rows``, of which ``owned`` (counted
         from its first) are its own."""
-        local = self.local
-        piece = dataclasses.replace(
-            local, u0=local.u0[rows], prev0=None if local.prev0 is None else local.prev0[rows],
-            fields={name: array[rows] for name, array in local.fields.items()})
-        return StencilSolver(self.compute, piece, candidates=self.strip_candidates if strip
-                             else self.candidates,
+        return StencilSolver(self.compute, layers(self.local, rows),
+                             candidates=self.strip_candidates if strip else self.candidates,
                              needed=NeededLayers(owned.start, owned.stop, self.period)
                              if strip else None)
 
@@ -49,3 +46,26 @@ class StencilPieces:
     def row_stride(solver: StencilSolver) -> int:
         """Elements of a padded layer (a plane in 3-D)."""
         return solver.layer_stride
+
+
+def layers(problem: Problem, rows: slice) -> Problem:
+    """The problem's layers ``rows`` of u, u.prev and the read-only fields."""
+    return dataclasses.replace(
+        problem, u0=problem.u0[rows], prev0=None if problem.prev0 is None else problem.prev0[rows],
+        fields={name: array[rows] for name, array in problem.fields.items()})
+
+
+class StencilBands:
+    """How a stencil grid's bands on queues of their own are made
+    (:class:`oclsci.mpi.concurrent.BandAdapter`): each a :class:`StencilSolver` of its layers
+    of ``problem`` running ``config``; the levels as :class:`StencilPieces` names them."""
+
+    def __init__(self, problem: Problem, config: Any):
+        self.problem, self.config = problem, config
+
+    def solver(self, compute: Any, rows: slice) -> StencilSolver:
+        """The band's solver on ``compute`` (its own queue)."""
+        return StencilSolver(compute, layers(self.problem, rows), candidates=[self.config])
+
+    levels = staticmethod(StencilPieces.levels)
+    row_stride = staticmethod(StencilPieces.row_stride)

@@ -4,14 +4,12 @@ grid (benchmarks/stencil_bands.py times the same; the stencil command runs one q
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 from oclsci.mpi.concurrent import ConcurrentBands
 from oclsci.stencil import Stencil
-from oclsci.stencil.overlap import StencilPieces
+from oclsci.stencil.overlap import StencilBands
 from oclsci.stencil.solver import StencilSolver
 
 CASES = [
@@ -22,22 +20,6 @@ CASES = [
     ("0.25 * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - b)", (37, 11), ["b"], False,
      "streaming"),
 ]
-
-
-class _Bands:
-    def __init__(self, problem, config):
-        self.problem, self.config = problem, config
-
-    def solver(self, compute, rows):
-        problem = self.problem
-        piece = dataclasses.replace(
-            problem, u0=problem.u0[rows],
-            prev0=None if problem.prev0 is None else problem.prev0[rows],
-            fields={name: array[rows] for name, array in problem.fields.items()})
-        return StencilSolver(compute, piece, candidates=[self.config])
-
-    levels = staticmethod(StencilPieces.levels)
-    row_stride = staticmethod(StencilPieces.row_stride)
 
 
 @pytest.mark.parametrize("expression, shape, fields, prev, kernel", CASES,
@@ -53,7 +35,7 @@ def test_stencil_bands_equal_one_solver(any_compute, expression, shape, fields, 
     radius = problem.expression.radius
     for bands in (2, 5):
         grid = ConcurrentBands(any_compute, shape[0], int(np.prod(shape[1:])),
-                               _Bands(problem, whole.config), bands=bands,
+                               StencilBands(problem, whole.config), bands=bands,
                                steps_per_launch=whole.steps_per_launch, reach=radius, fixed=0,
                                ring=radius)
         assert grid.decomposition.halo == 2 * radius * whole.steps_per_launch
