@@ -11,5 +11,7 @@ gpus() {  # OCLSCI_GPUS, else what nvidia-smi or rocm-smi lists, else 1
 read -r -a launcher <<< "${MPIEXEC:-mpiexec}"
 if "${launcher[@]}" --version 2>&1 | grep -qi "open mpi\|openrte"; then
     for var in PYTHONPATH OCL_ICD_VENDORS PYTHONUNBUFFERED OCLSCI_MPI_OVERLAP \
-               OCLSCI_MPI_EXCHANGE_EVERY OCLSCI_MPI_NODE_RANKS; do launcher+=(-x "$var"); done
+               OCLSCI_MPI_EXCHANGE_EVERY OCLSCI_MPI_NODE_RANKS OCLSCI_QUEUE_BANDS; do
+        launcher+=(-x "$var")
+    done
 fi

@@ -5,7 +5,8 @@
 # (the GPU default) and not (OCLSCI_MPI_OVERLAP=0); the default exchange period and PERIODS
 # (default 32 48: multiples of both temporal's 8 or 16 and streaming's 16 steps per launch in
 # float32; other periods add a launch per exchange); rows between the node's ranks through
-# MPI's copy (OCLSCI_MPI_NODE_RANKS=1) rather than shared memory (the default); a short run
+# MPI's copy (OCLSCI_MPI_NODE_RANKS=1) rather than shared memory (the default); the ranks'
+# interiors on one queue (OCLSCI_QUEUE_BANDS=1) rather than in bands of rows; a short run
 # (2000 steps: start-up skew between ranks included). The exchange plan is the measured one
 # where `oclsci tune --mpi` has cached the node's constants (with OCLSCI_MPI_OVERLAP unset),
 # else the fixed rules; the `mpi` line says which. Every strong-scaling output is compared
@@ -29,7 +30,7 @@ dir=${TMPDIR:-/tmp}/oclsci-scaling
 mkdir -p "$dir"
 # Empty: the default (overlapped on GPUs), and a measured plan where constants are cached.
 export OCLSCI_MPI_OVERLAP=${OCLSCI_MPI_OVERLAP:-} OCLSCI_MPI_EXCHANGE_EVERY= \
-    OCLSCI_MPI_NODE_RANKS=
+    OCLSCI_MPI_NODE_RANKS= OCLSCI_QUEUE_BANDS=
 echo "oclsci $(python3 -m oclsci --version 2>&1 | tail -1); $P ranks; $N steps; $(date -u +%FT%TZ)"
 python3 - "$P" "$dir" "$SIZE" <<'PY'
 import sys
@@ -56,6 +57,8 @@ run "${jacobi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/one.npy"
 run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong.npy"
 same "strong, overlapped" "$dir/one.npy" "$dir/strong.npy"
 run "${mpi[@]}" "$dir/weak.npy" -n "$N" -o "$dir/weak_out.npy"
+OCLSCI_QUEUE_BANDS=1 run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong1q.npy"
+same "strong, interiors on one queue" "$dir/one.npy" "$dir/strong1q.npy"
 OCLSCI_MPI_OVERLAP=0 run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong0.npy"
 same "strong, not overlapped" "$dir/one.npy" "$dir/strong0.npy"
 OCLSCI_MPI_NODE_RANKS=1 run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong_mpi.npy"

@@ -28,7 +28,7 @@ mkdir -p "$dir"
 : > "$dir/times"
 # Empty: the default (overlapped on GPUs), and a measured plan where constants are cached.
 export OCLSCI_MPI_OVERLAP=${OCLSCI_MPI_OVERLAP:-} OCLSCI_MPI_EXCHANGE_EVERY= \
-    OCLSCI_MPI_NODE_RANKS=
+    OCLSCI_MPI_NODE_RANKS= OCLSCI_QUEUE_BANDS=
 echo "oclsci $(python3 -m oclsci --version 2>&1 | tail -1); $P ranks; $N steps; $(date -u +%FT%TZ)"
 python3 - "$P" "$dir" "$SIZE" <<'PY'
 import sys

@@ -79,3 +79,15 @@ def assert_ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProces
     """``result``, after checking that it exited 0 (else its output in the failure)."""
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
     return result
+
+
+def assert_converged_alike(one: subprocess.CompletedProcess,
+                           ranks: subprocess.CompletedProcess) -> None:
+    """A ``--tol`` run on one process and on ranks: both converged at the same iteration, to
+    the same printed residual (the summary's lines)."""
+    def line(text: str, key: str) -> str:
+        return next(line for line in text.splitlines() if line.startswith(key))
+
+    assert "converged" in line(one.stdout, "iterations")
+    for key in ("iterations", "residual"):
+        assert line(one.stdout, key) == line(ranks.stdout, key)

@@ -90,6 +90,17 @@ class ConcurrentJacobi(ConcurrentBands):
             x[slab.first:slab.stop] = solver.read()[slab.first - slab.lo:slab.stop - slab.lo]
         return x
 
+    def read_rows(self, first: int, count: int) -> np.ndarray:
+        """Copy padded rows ``first .. first+count-1`` of the current iterate to the host
+        (rows of the grid's interior, each from the band that owns it)."""
+        parts = [solver.read_rows(a, b - a)
+                 for _, solver, a, b in self.owned(first - 1, first - 1 + count)]
+        rows = np.concatenate(parts) if parts else np.empty((0, self.row_stride), self.dtype)
+        if len(rows) != count:
+            raise ValueError(f"padded rows {first}..{first + count - 1} are not all interior "
+                             "rows")
+        return rows
+
     def residual_sum_of_squares(self, first_row: int = 1, last_row: int | None = None) -> float:
         """Sum over padded rows first_row..last_row of the squared residual ``L x - B`` (the
         bands' ghost rows next to their own refreshed first where they may be stale)."""

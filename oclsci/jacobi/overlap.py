@@ -9,7 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from oclsci.jacobi.runner import queue_bands
 from oclsci.jacobi.solver import JacobiSolver
+from oclsci.mpi.concurrent import bands_that_fit
 from oclsci.mpi.overlap import OverlappedSlab
 from oclsci.mpi.slabs import Decomposition, Slab
 from oclsci.mpi.world import World
@@ -28,11 +30,24 @@ class JacobiPieces:
         self.dtype, self.config, self.strip_config = dtype, config, strip_config
         self.period = period
 
-    def solver(self, rows: slice, strip: bool, owned: slice) -> JacobiSolver:
+    def solver(self, rows: slice, strip: bool, owned: slice) -> Any:
         """The sub-slab's solver for the slab's rows ``rows``; where one launch makes the
         period, its full launches need to write only the ``owned`` rows (the exchange after
-        each refreshes the others)."""
+        each refreshes the others). The interior runs in bands of rows on queues of their
+        own where :func:`~oclsci.jacobi.runner.queue_bands` asks for them on its shape and
+        they fit (:func:`~oclsci.mpi.concurrent.bands_that_fit`)."""
         config = self.strip_config if strip and self.strip_config else self.config
+        if not strip:
+            held = self.rhs_rows[rows]
+            wanted = queue_bands(self.compute, config, held.shape, exchanged=True)
+            bands = bands_that_fit(len(held), wanted, config.steps_per_launch,
+                                   edge=self.period + 1)
+            if bands > 1:
+                from oclsci.jacobi.concurrent import ConcurrentJacobi  # only in bands
+
+                return ConcurrentJacobi(self.compute, held,
+                                        None if self.x0_rows is None else self.x0_rows[rows],
+                                        dtype=self.dtype, bands=bands, config=config)
         return JacobiSolver(self.compute, self.rhs_rows[rows],
                             x0=None if self.x0_rows is None else self.x0_rows[rows],
                             dtype=self.dtype, config=config,

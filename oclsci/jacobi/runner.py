@@ -183,15 +183,16 @@ def run(solver: JacobiSolver, iterations: int, *, tol: float | None = None,
 
 
 def queue_bands(compute: Any, config: KernelConfig, shape: tuple[int, int],
-                environ: Any = None) -> int:
+                environ: Any = None, *, exchanged: bool = False) -> int:
     """Bands of rows for a grid of ``shape`` on ``compute`` with ``config``:
     ``OCLSCI_QUEUE_BANDS`` (a count; 1 turns bands off; at most one per row), or, unset or
-    ``auto``, what the configuration's spec asks for there."""
+    ``auto``, what the configuration's spec asks for there (``exchanged``: the grid is an
+    MPI rank's interior, :class:`~oclsci.jacobi.overlap.JacobiPieces`)."""
     text = (environ if environ is not None else os.environ).get("OCLSCI_QUEUE_BANDS", "")
     text = text.strip().lower()
     if text in ("", "auto"):
         return max(1, int(config.spec.queue_bands(config.values(), tuple(shape),
-                                                  bool(compute.is_gpu))))
+                                                  bool(compute.is_gpu), exchanged)))
     if not text.isdigit() or int(text) < 1:
         raise InputError(f"OCLSCI_QUEUE_BANDS must be a positive count of bands or auto, "
                          f"got {text!r}")

@@ -40,6 +40,18 @@ GHOST_LAUNCHES = 2
 ROUNDS_PER_WAIT = 128
 
 
+def bands_that_fit(rows: int, bands: int, steps_per_launch: int, *, reach: int = 1,
+                   edge: int = 0) -> int:
+    """At most ``bands`` bands of ``rows`` rows (one where fewer than two fit), each thick
+    enough for its ghost rows and, where an outside exchange refreshes ``edge`` rows at each
+    end of the grid (:class:`~oclsci.mpi.overlap.OverlappedSlab`), for the rows it sends out
+    and receives there too: those must lie in one band's owned rows, away from the rows it
+    hands its neighbour band."""
+    least = 2 * edge + GHOST_LAUNCHES * steps_per_launch * reach if edge else 1
+    count = min(int(bands), rows // max(1, least))
+    return count if count > 1 else 1
+
+
 class BandAdapter(Protocol):
     """What a workload tells :class:`ConcurrentBands` (its solvers have ``advance``,
     ``iteration``, ``compute`` and ``dtype``)."""
@@ -157,6 +169,20 @@ class ConcurrentBands:
             a, b = max(first, slab.first), min(stop, slab.stop)
             if b > a:
                 yield index, self.solvers[index], slab.local(a), slab.local(b)
+
+    def holding(self, first: int, stop: int) -> tuple[Any, int]:
+        """The band solver whose owned rows (or, at the grid's ends, the fixed rows beyond)
+        hold the grid's interior rows ``first..stop-1``, and the padded row of ``first`` in
+        its buffers: where an outside exchange reads and writes rows (ValueError where no one
+        band holds them all)."""
+        last = len(self.solvers) - 1
+        fixed = self.decomposition.fixed
+        for index, slab in enumerate(self.decomposition.slabs):
+            low = slab.first - (fixed if index == 0 else 0)
+            high = slab.stop + (fixed if index == last else 0)
+            if low <= first and stop <= high:
+                return self.solvers[index], slab.local(first)
+        raise ValueError(f"rows {first}..{stop - 1} are not all held by one band")
 
     def describe(self) -> str:
         """The bands, for summaries."""

@@ -19,7 +19,11 @@ the interior's steps; that wait is measured from the copies' and the launches' p
 times and reported apart from the hidden part.
 
 A workload plugs in through an adapter (:class:`Pieces`): how to make a sub-slab's solver,
-which of its buffers travel (one level, or a stencil's u.prev and u), and a row's size.
+which of its buffers travel (one level, or a stencil's u.prev and u), and a row's size. The
+interior's solver may be bands of rows on queues of their own
+(:class:`~oclsci.mpi.concurrent.ConcurrentBands`): then the rows between it and the strips
+are read from and written into the bands that own them, and those bands' queues join the
+device queue's copy launch once a period (the other bands go on).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any, Protocol
 
 import pyopencl as cl
 
+from oclsci.mpi.concurrent import ConcurrentBands
 from oclsci.mpi.rowcopy import RowCopier
 from oclsci.mpi.slabs import EXCHANGE_PHASES, Decomposition, Slab
 from oclsci.mpi.transport import RowTransport
@@ -44,7 +49,10 @@ class Pieces(Protocol):
         """The solver of a sub-slab holding the slab's rows ``rows`` (counted from the
         slab's first held row, ``slab.lo``); ``strip``: it sends rows to other ranks;
         ``owned``: its own rows among them (counted from its first), the only ones read
-        between exchanges (the others are ghost rows, which every exchange refreshes)."""
+        between exchanges (the others are ghost rows, which every exchange refreshes). An
+        interior's may be a :class:`~oclsci.mpi.concurrent.ConcurrentBands` of these rows
+        whose bands each hold whole the rows that the strips exchange with it
+        (:func:`~oclsci.mpi.concurrent.bands_that_fit`)."""
 
     def levels(self, solver: Any) -> list[tuple[Any, list[Any]]]:
         """Per level that travels, in one order on every rank: the buffer its rows are read
@@ -80,12 +88,14 @@ class OverlappedSlab:
                                   index in strips,
                                   slice(piece.first - piece.lo, piece.stop - piece.lo))
             for index, piece in self.pieces.items()}
-        any_solver = next(iter(self.solvers.values()))
+        any_solver = _leaf(next(iter(self.solvers.values())))
         interior = [solver for index, solver in self.solvers.items() if index not in strips]
         self.config = (interior or [any_solver])[0].config
         self.strip_configs = {self.solvers[index].config for index in strips} - {self.config}
         self.steps_per_launch = math.lcm(*(s.steps_per_launch for s in self.solvers.values()))
         self.dtype = any_solver.dtype
+        self.banded = {index: solver for index, solver in self.solvers.items()
+                       if isinstance(solver, ConcurrentBands)}
         self.row_stride = adapter.row_stride(any_solver)
         self.level_count = len(adapter.levels(any_solver))
 
@@ -153,6 +163,16 @@ class OverlappedSlab:
         """Elements before global row ``row`` in sub-slab ``index``'s buffers."""
         return self.pieces[index].local(row) * self.row_stride
 
+    def _place(self, index: int, first: int, stop: int) -> tuple[Any, int]:
+        """The solver whose buffers hold global rows ``first..stop-1`` of sub-slab ``index``
+        (the sub-slab's, or the band of it that owns them), and the elements before
+        ``first`` there."""
+        if index in self.banded:
+            lo = self.pieces[index].lo
+            solver, row = self.banded[index].holding(first - lo, stop - lo)
+            return solver, row * self.row_stride
+        return self.solvers[index], self._offset(index, first)
+
     def exchange(self, solver: Any = None) -> None:
         """Refresh every sub-slab's ghost and fixed rows: from other ranks by MPI, between
         sub-slabs on the device. Waits on the host only for the strips' rows."""
@@ -165,7 +185,8 @@ class OverlappedSlab:
                 [(other, rows) for _ in range(levels) for other, _, _, rows in self.receives],
                 self.row_stride, self.dtype)
         transport = self.transport
-        buffers = {index: self.adapter.levels(solver) for index, solver in self.solvers.items()}
+        buffers = {index: self.adapter.levels(solver) for index, solver in self.solvers.items()
+                   if index not in self.banded}
         # Every level's transfers in the order of the sends and receives (as the transport's).
         sends = [(level, index, first) for level in range(levels)
                  for _, index, first, _ in self.sends]
@@ -204,14 +225,27 @@ class OverlappedSlab:
         copies.flush()
         # Rows between sub-slabs: one launch on the device queue, after this period's steps and
         # after the received rows (other rows of the same buffers: OpenCL orders any two
-        # queues' changes to one buffer only through events).
-        if writes:
-            cl.enqueue_barrier(queue, wait_for=writes)
-        self.row_copier.enqueue(queue, [
-            (buffers[source][level][0], self._offset(source, first), buffer,
-             self._offset(dest, first), (stop - first) * self.row_stride)
-            for source, dest, first, stop in self.local_copies
-            for level in range(levels) for buffer in buffers[dest][level][1]])
+        # queues' changes to one buffer only through events); bands on queues of their own
+        # that it reads or writes join it, before and after.
+        moves, joined = [], []
+        for source, dest, first, stop in self.local_copies:
+            (reader, start), (writer, to) = (self._place(index, first, stop)
+                                             for index in (source, dest))
+            moves += [(self.adapter.levels(reader)[level][0], start, buffer, to,
+                       (stop - first) * self.row_stride)
+                      for level in range(levels)
+                      for buffer in self.adapter.levels(writer)[level][1]]
+            joined += [solver.compute.queue for solver in (reader, writer)
+                       if solver.compute.queue is not queue
+                       and all(solver.compute.queue is not known for known in joined)]
+        before = writes + [cl.enqueue_marker(band_queue) for band_queue in joined]
+        if before:
+            cl.enqueue_barrier(queue, wait_for=before)
+        copied = self.row_copier.enqueue(queue, moves)
+        for band_queue in joined:
+            if copied is not None:
+                cl.enqueue_barrier(band_queue, wait_for=[copied])
+            band_queue.flush()
         queue.flush()
         interior = self._last_events.get(self.order[-1])
         self._unsettled.append((interior, writes))
@@ -243,6 +277,8 @@ class OverlappedSlab:
             self.transport.complete()
         self.compute.copy_queue.finish()
         self.compute.queue.finish()
+        for bands in self.banded.values():
+            bands.finish()
         self._settle()
 
     @property
@@ -293,9 +329,16 @@ class OverlappedSlab:
         """The sub-slabs (of ``rows``: rows, planes), for summaries."""
         heights = "+".join(str(piece.rows) for _, piece in sorted(self.pieces.items()))
         strips = "".join(f", strips: {config.describe()}" for config in self.strip_configs)
+        bands = "".join(f" (the interior in {bands.describe()})"
+                        for bands in self.banded.values())
         route = f", {self.transport.describe()}" if self.transport is not None else ""
-        return (f"sub-slabs of {heights} {rows}{strips}, exchanges overlapped with the "
+        return (f"sub-slabs of {heights} {rows}{bands}{strips}, exchanges overlapped with the "
                 f"interior's steps{route}")
+
+
+def _leaf(solver: Any) -> Any:
+    """A solver of one grid: ``solver``, or the first of its bands."""
+    return solver.solvers[0] if isinstance(solver, ConcurrentBands) else solver
 
 
 def _wait(events: list) -> None:

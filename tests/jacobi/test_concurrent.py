@@ -24,7 +24,12 @@ from oclsci.jacobi.kernels import KERNELS, KernelConfig
 from oclsci.jacobi.reference import jacobi_numpy, laplacian
 from oclsci.jacobi.runner import queue_bands, relative_residual, run, whole_grid_solver
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
-from oclsci.jacobi.specs.streaming import AUTO_MIN_CELLS, MIN_BAND_ROWS, QUEUE_BANDS
+from oclsci.jacobi.specs.streaming import (
+    AUTO_MIN_CELLS,
+    MIN_BAND_ROWS,
+    MIN_EXCHANGED_BAND_ROWS,
+    QUEUE_BANDS,
+)
 
 # One configuration per kernel: its first example (several steps per launch where it has them).
 CONFIGS = [KernelConfig(name, dict(spec.examples[0][0]), spec.examples[0][1])
@@ -83,6 +88,11 @@ def test_streaming_asks_for_bands_on_gpus_only(any_compute):
     assert spec.queue_bands(values, (tall[0] * 2, 64), True) == 1  # auto takes temporal there
     assert spec.queue_bands(values, tall, False) == 1
     assert KERNELS["temporal"].queue_bands({}, tall, True) == 1
+    # An MPI rank's interior: bands only where each gets MIN_EXCHANGED_BAND_ROWS rows.
+    interior = (QUEUE_BANDS * MIN_EXCHANGED_BAND_ROWS, tall[1])
+    assert spec.queue_bands(values, tall, True, exchanged=True) == 1
+    assert spec.queue_bands(values, interior, True, exchanged=True) == QUEUE_BANDS
+    assert KERNELS["temporal"].queue_bands({}, interior, True, exchanged=True) == 1
     assert queue_bands(any_compute, config, (10, 10), {"OCLSCI_QUEUE_BANDS": "3"}) == 3
     assert queue_bands(any_compute, config, (2, 10), {"OCLSCI_QUEUE_BANDS": "3"}) == 2
     assert queue_bands(any_compute, config, tall, {"OCLSCI_QUEUE_BANDS": "auto"}) == (

@@ -23,6 +23,7 @@ from conftest import DEVICE_SPECS, tool_missing
 from gpu_profiles import PROFILES, described
 from mpi_launch import (
     LAUNCHER_VARIABLES,
+    assert_converged_alike,
     assert_ok,
     launch_env,
     mpi_missing,
@@ -248,6 +249,7 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
     or whole slabs keep one configuration."""
     from oclsci.jacobi import distributed as mpi_jacobi
     from oclsci.jacobi import kernels
+    from oclsci.jacobi.runner import queue_bands
 
     monkeypatch.setenv("OCLSCI_TUNE_CACHE", str(tmp_path / "tuning.json"))
     monkeypatch.setattr(mpi_jacobi, "choose_fitting_config", kernels.choose_config)
@@ -272,6 +274,11 @@ def test_overlapped_auto_chooses_per_piece(profile, monkeypatch, tmp_path):
     assert strips is None and config == slab_config
     period = mpi.exchange_period(config.steps_per_launch)
     assert subslabs.sub_slabs(mpi.Decomposition.build(120, 65536, 3, period)) is not None
+    # Interiors in bands of rows (JacobiPieces): two ranks' of 16384^2, not four ranks'.
+    for ranks, bands in ((2, 4), (4, 1)):
+        interior, _ = choose((16384, 16384), ranks, "auto", True)
+        held = (16384 // ranks - 17 + 16, 16384)  # a rank at the end: one strip
+        assert queue_bands(compute, interior, held, {}, exchanged=True) == bands
 
 
 def test_overlap_switch():
@@ -477,13 +484,7 @@ def test_overlapped_checkpoint_resume_and_tol(inputs, tmp_path):
     one = assert_ok(run_oclsci(["jacobi", *tol, "-o", tmp_path / "one.npy"]))
     two = assert_ok(run_oclsci(["jacobi", *tol, "-o", tmp_path / "two.npy"], ranks=2,
                                extra_env=OVERLAP))
-
-    def summary(text: str, key: str) -> str:
-        return next(line for line in text.splitlines() if line.startswith(key))
-
-    assert "converged" in summary(one.stdout, "iterations")
-    assert summary(one.stdout, "iterations") == summary(two.stdout, "iterations")
-    assert summary(one.stdout, "residual") == summary(two.stdout, "residual")
+    assert_converged_alike(one, two)
     assert np.array_equal(np.load(tmp_path / "two.npy"), np.load(tmp_path / "one.npy"))
 
 

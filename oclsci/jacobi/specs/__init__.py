@@ -57,6 +57,7 @@ class JacobiSpec(KernelSpec):
     tile: Callable[[Mapping], tuple[int, int]] = lambda p: (16, 16)
     # (p, shape, work-items) -> cell updates per work-item and step (simulation cost).
     work_per_item: Callable[[Mapping, tuple[int, int], int], int] = _one_cell
-    # (p, shape, on a GPU) -> bands of rows that one device runs on queues of their own
-    # (oclsci/mpi/concurrent.py, oclsci/jacobi/concurrent.py); 1: the whole grid on one.
-    queue_bands: Callable[[Mapping, tuple[int, int], bool], int] = lambda p, shape, gpu: 1
+    # (p, shape, on a GPU, exchanged) -> bands of rows that one device runs on queues of
+    # their own (oclsci/mpi/concurrent.py, oclsci/jacobi/concurrent.py); 1: the whole grid on
+    # one. exchanged: the grid is an MPI rank's interior, whose edge bands join the exchange.
+    queue_bands: Callable[..., int] = lambda p, shape, gpu, exchanged=False: 1

@@ -141,13 +141,21 @@ LAUNCH_END_WAVES = 1.6
 # float64.
 QUEUE_BANDS = 4
 MIN_BAND_ROWS = 1000
+# An MPI rank's interior in bands (oclsci/mpi/overlap.py): its edge bands wait for the exchange
+# once a period, and the bands gain less. On H200s, 16384 columns, float32: an 8158-row
+# interior (two GPUs) ran 2.5% faster in 4 bands, a 4079-row one (four GPUs) 8% slower in 4
+# bands and 5% slower in 2 (docs/bench/h200x4-interior-bands-2026-11-28.md).
+MIN_EXCHANGED_BAND_ROWS = 2000
 
 
-def queue_bands(p: Mapping, shape: tuple[int, int], on_gpu: bool) -> int:
+def queue_bands(p: Mapping, shape: tuple[int, int], on_gpu: bool,
+                exchanged: bool = False) -> int:
     """:data:`QUEUE_BANDS` on GPUs for grids where ``auto`` takes this kernel and each band
-    gets at least :data:`MIN_BAND_ROWS` rows, else one (not measured on CPUs, where auto does
-    not take this kernel, nor on smaller grids)."""
-    large = shape[0] * shape[1] >= AUTO_MIN_CELLS and shape[0] >= QUEUE_BANDS * MIN_BAND_ROWS
+    gets at least :data:`MIN_BAND_ROWS` rows (:data:`MIN_EXCHANGED_BAND_ROWS` in a rank's
+    ``exchanged`` interior), else one (not measured on CPUs, where auto does not take this
+    kernel, nor on smaller grids)."""
+    least = MIN_EXCHANGED_BAND_ROWS if exchanged else MIN_BAND_ROWS
+    large = shape[0] * shape[1] >= AUTO_MIN_CELLS and shape[0] >= QUEUE_BANDS * least
     return QUEUE_BANDS if on_gpu and large else 1
 
 
