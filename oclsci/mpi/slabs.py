@@ -76,7 +76,10 @@ class Slab:
 class Decomposition:
     """1-D slabs of an m x n grid over ``parts`` ranks with ``halo`` ghost rows per side and
     ``fixed`` fixed rows beyond them (exchanged too), in local grids with ``ring`` padded rows
-    before the first interior row."""
+    before the first interior row. ``periodic``: the rows wrap around (row ``-1`` is row
+    ``m - 1``), so that the first and last slabs hold ghost rows from each other too; rows
+    are then numbered as each slab sees them, beyond ``0..m-1`` at the ends
+    (:meth:`source_row` gives the row that the owner holds)."""
 
     m: int
     n: int
@@ -85,44 +88,76 @@ class Decomposition:
     slabs: tuple = field(default=())
     fixed: int = 1
     ring: int = 1
+    periodic: bool = False
 
     @classmethod
     def build(cls, m: int, n: int, parts: int, halo: int, *, fixed: int = 1,
-              ring: int = 1) -> Decomposition:
+              ring: int = 1, periodic: bool = False) -> Decomposition:
         """Cut ``m`` rows into ``parts`` slabs; refuse slabs without rows."""
         if parts > m:
             raise InputError(f"{parts} MPI ranks for a grid of {m} rows: each rank needs at "
                              f"least one row; use at most {m} ranks")
-        return cls.from_bounds(m, n, split_rows(m, parts), halo, fixed=fixed, ring=ring)
+        return cls.from_bounds(m, n, split_rows(m, parts), halo, fixed=fixed, ring=ring,
+                               periodic=periodic)
 
     @classmethod
     def from_bounds(cls, m: int, n: int, bounds: list[tuple[int, int]], halo: int, *,
-                    fixed: int = 1, ring: int = 1) -> Decomposition:
+                    fixed: int = 1, ring: int = 1, periodic: bool = False) -> Decomposition:
         """Slabs owning rows ``first..stop-1`` for each ``(first, stop)`` of ``bounds``
-        (contiguous, in order, covering 0..m-1)."""
+        (contiguous, in order, covering 0..m-1). Periodic slabs must get their ghost rows
+        from other slabs: the ghost and fixed rows on each side at most the others' rows."""
         if halo < 1:
             raise InputError(f"halo width must be >= 1, got {halo}")
-        slabs = tuple(Slab(index, first, stop, max(0, first - halo), min(m, stop + halo), ring)
-                      for index, (first, stop) in enumerate(bounds))
-        return cls(m, n, len(slabs), halo, slabs, fixed, ring)
+        if periodic:
+            thickest = max(stop - first for first, stop in bounds)
+            if halo + fixed > m - thickest:
+                raise InputError(
+                    f"{len(bounds)} MPI ranks for a periodic grid of {m} rows with "
+                    f"{halo + fixed} ghost rows a side: a rank's ghost rows would wrap "
+                    f"around to its own; use fewer ranks or a shorter exchange period")
+            slabs = tuple(Slab(index, first, stop, first - halo, stop + halo, ring)
+                          for index, (first, stop) in enumerate(bounds))
+        else:
+            slabs = tuple(Slab(index, first, stop, max(0, first - halo), min(m, stop + halo),
+                               ring) for index, (first, stop) in enumerate(bounds))
+        return cls(m, n, len(slabs), halo, slabs, fixed, ring, periodic)
+
+    def source_row(self, row: int) -> int:
+        """The row that its owner holds for ``row`` as a slab numbers it."""
+        return row % self.m if self.periodic else row
+
+    def held(self, array: Any, rank: int) -> Any:
+        """``rank``'s rows ``lo..hi-1`` (owned and ghost) of the global ``array`` (a view
+        where they do not wrap around)."""
+        slab = self.slabs[rank]
+        if self.periodic:
+            return np.take(array, np.arange(slab.lo, slab.hi), axis=0, mode="wrap")
+        return array[slab.lo:slab.hi]
 
     def needed(self, rank: int) -> list[tuple[int, int]]:
         """Global rows ``(start, stop)`` that ``rank`` receives at each exchange: its ghost
-        rows and fixed rows, above then below (global boundary rows excluded)."""
+        rows and fixed rows, above then below (global boundary rows excluded; all of them
+        where the rows wrap around)."""
         slab = self.slabs[rank]
-        ranges = [(max(0, slab.lo - self.fixed), slab.first),
-                  (slab.stop, min(self.m, slab.hi + self.fixed))]
+        if self.periodic:
+            ranges = [(slab.lo - self.fixed, slab.first), (slab.stop, slab.hi + self.fixed)]
+        else:
+            ranges = [(max(0, slab.lo - self.fixed), slab.first),
+                      (slab.stop, min(self.m, slab.hi + self.fixed))]
         return [(a, b) for a, b in ranges if b > a]
 
     def transfers(self) -> list[tuple[int, int, int, int]]:
-        """Every ``(source, dest, start, stop)``: rows start..stop-1 go from source to dest."""
+        """Every ``(source, dest, start, stop)``: rows start..stop-1 (as ``dest`` numbers
+        them) go from source to dest."""
         moves = []
+        shifts = (-self.m, 0, self.m) if self.periodic else (0,)
         for dest in range(self.parts):
             for start, stop in self.needed(dest):
-                for source, slab in enumerate(self.slabs):
-                    a, b = max(start, slab.first), min(stop, slab.stop)
-                    if b > a and source != dest:
-                        moves.append((source, dest, a, b))
+                for shift in shifts:
+                    for source, slab in enumerate(self.slabs):
+                        a, b = max(start, slab.first + shift), min(stop, slab.stop + shift)
+                        if b > a and source != dest:
+                            moves.append((source, dest, a, b))
         return moves
 
     def halo_bytes_per_exchange(self, rank: int, itemsize: int, row_stride: int) -> int:
@@ -222,7 +257,8 @@ class SlabHalo:
         started = time.perf_counter()
         transport.begin()
         clock = started
-        events = [self._read_rows(level, self.slab.local(a), transport.outbox(k))
+        source_row = self.decomposition.source_row
+        events = [self._read_rows(level, self.slab.local(source_row(a)), transport.outbox(k))
                   for k, (level, _, a, _) in enumerate(sends)]
         events = [event for event in events if event is not None]
         if events:

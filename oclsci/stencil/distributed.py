@@ -38,6 +38,7 @@ from oclsci.mpi.subslabs import agreed_overlap, sub_slabs
 from oclsci.mpi.world import TAG_GATHER, TAG_SCATTER, World, _agreed
 from oclsci.stencil.kernels import StencilConfig, choose
 from oclsci.stencil.overlap import StencilPieces
+from oclsci.stencil.periodic import PeriodicGrid
 from oclsci.stencil.problem import Problem
 from oclsci.stencil.solver import NeededLayers, StencilSolver, padded_layout, stencil_geometry
 from oclsci.stencil.tuner import kernel_rate, strip_us
@@ -49,12 +50,13 @@ MIN_PLANE_STEPS = 600
 
 def scatter_layers(world: World, decomposition: Decomposition, array: np.ndarray | None,
                    shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """Rank 0's global ``array`` -> this rank's layers ``lo..hi-1`` (owned and ghost)."""
+    """Rank 0's global ``array`` -> this rank's layers ``lo..hi-1`` (owned and ghost; around
+    the grid's ends where it is periodic)."""
     slab = decomposition.slabs[world.rank]
     if world.is_root:
         for other in decomposition.slabs[1:]:
-            world.send_array(array[other.lo:other.hi], other.rank, TAG_SCATTER)
-        return array[slab.lo:slab.hi].copy()
+            world.send_array(decomposition.held(array, other.rank), other.rank, TAG_SCATTER)
+        return np.array(decomposition.held(array, slab.rank))
     out = np.empty((slab.local_m, *shape[1:]), dtype=dtype)
     return world.recv_array(out, 0, TAG_SCATTER)
 
@@ -95,16 +97,18 @@ class DistributedStencil:
         self.shape = tuple(shape)
         self.axis = "planes" if len(self.shape) == 3 else "rows"
         self.radius = radius = skeleton.expression.radius
-        # A plan from the measured constants (oclsci tune --mpi), else the fixed rules.
-        measured = agreed_plan(world, compute, exchange_every, lambda constants:
-                               self._measured_plan(compute, skeleton, kernel, kernel_params,
-                                                   constants))
+        periodic = skeleton.periodic
+        # A plan from the measured constants (oclsci tune --mpi), else the fixed rules;
+        # periodic grids run whole slabs.
+        measured = None if periodic else agreed_plan(
+            world, compute, exchange_every, lambda constants: self._measured_plan(
+                compute, skeleton, kernel, kernel_params, constants))
         self.plan = measured[0] if measured else None
         if measured:
             _, candidates, strip_candidates = measured
             exchange_every, overlap = self.plan.period, self.plan.overlapped
         else:
-            overlap = agreed_overlap(world, compute)
+            overlap = not periodic and agreed_overlap(world, compute)
             candidates, strip_candidates = world.bcast(world.agree(
                 lambda: self._choose(compute, skeleton, kernel, kernel_params, overlap,
                                      exchange_every) if world.is_root else None))
@@ -112,7 +116,7 @@ class DistributedStencil:
                                   overlap)
         self.decomposition = world.agree(Decomposition.build, self.shape[0], self.shape[1],
                                          world.size, max(1, radius) * self.period, fixed=0,
-                                         ring=radius)
+                                         ring=radius, periodic=periodic)
         self.slab = self.decomposition.slabs[world.rank]
         root = problem if world.is_root else None
 
@@ -125,6 +129,7 @@ class DistributedStencil:
             prev0=layers(root and root.prev0) if skeleton.expression.uses_prev else None,
             fields={name: layers(root and root.fields[name])
                     for name in skeleton.expression.fields})
+        self.grid = None  # a periodic slab's wrap along the other axes
         pieces = sub_slabs(self.decomposition) if overlap else None
         # Why the exchange is not overlapped although the ranks want it, for the summary.
         self.whole_because = "" if pieces is not None or not overlap else (
@@ -135,6 +140,12 @@ class DistributedStencil:
             self.solver = world.agree(lambda: OverlappedSlab(world, compute, self.slab, pieces,
                                                              adapter, period=self.period))
             self.halo = self.solver
+        elif periodic:
+            self.grid = world.agree(lambda: PeriodicGrid(
+                compute, local, period=self.period, axes=tuple(range(1, len(self.shape))),
+                candidates=candidates))
+            self.solver = self.grid.solver
+            self.halo = PeriodicSlabHalo(world, self.decomposition, self.period, self.grid)
         else:
             self.solver = world.agree(StencilSolver, compute, local, candidates=candidates)
             self.halo = SlabHalo(world, self.decomposition, self.period)
@@ -227,7 +238,8 @@ class DistributedStencil:
 
     def _owned(self) -> tuple[np.ndarray, np.ndarray | None]:
         """This rank's owned layers of u and (with u.prev, else None) of the previous level."""
-        parts = [(self.solver, self.slab)] if not self.overlapped else [
+        levels = self.grid or self.solver
+        parts = [(levels, self.slab)] if not self.overlapped else [
             (self.solver.solvers[index], piece)
             for index, piece in sorted(self.solver.pieces.items())]
         u, prev = [], []
@@ -246,6 +258,10 @@ class DistributedStencil:
         if prev is not None:
             prev = gather_layers(self.world, self.decomposition, prev)
         return u, prev
+
+    def boundary(self) -> str | None:
+        """How periodic boundaries ran on rank 0, for the summary (None: a boundary value)."""
+        return self.grid.describe() if self.grid is not None else None
 
     def ready(self) -> None:
         """Wait for every rank to have its slab on its device (collective), so that the
@@ -273,6 +289,22 @@ class DistributedStencil:
                 f"{self.decomposition.halo} ghost {axis} per side, exchange every "
                 f"{self.period} steps; {plan_words(self.plan)}; {self.halo.exchanges} "
                 f"exchanges{waits}")
+
+
+class PeriodicSlabHalo(SlabHalo):
+    """The halo of a periodic grid's slab: the ghost layers from the ranks (the first and
+    last slabs' from each other), then the wrap along the slab's other axes, on every layer
+    the rank holds (``grid``, a :class:`~oclsci.stencil.periodic.PeriodicGrid` of them): the
+    exchanged layers carry their own stale ghost cells, which the wrap then rewrites."""
+
+    def __init__(self, world: World, decomposition: Decomposition, period: int, grid: Any):
+        super().__init__(world, decomposition, period)
+        self.grid = grid
+
+    def exchange(self, solver: Any) -> None:
+        """The layers from the ranks, then the wrap (enqueued after them)."""
+        super().exchange(solver)
+        self.grid.exchange(solver)
 
 
 class SlabLayout:

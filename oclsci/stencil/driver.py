@@ -40,7 +40,7 @@ from oclsci.runtime.device import ComputeContext
 from oclsci.runtime.signals import StopFlag
 from oclsci.stencil.api import Stencil
 from oclsci.stencil.periodic import PeriodicGrid
-from oclsci.stencil.problem import PERIODIC, Problem
+from oclsci.stencil.problem import Problem
 from oclsci.stencil.runner import run_steps
 from oclsci.stencil.solver import StencilSolver
 
@@ -198,10 +198,6 @@ class StencilRun:
 
         def read() -> tuple[Problem, Start]:
             check_job(job)
-            if placement.world is not None and self.stencil.boundary == PERIODIC:
-                raise InputError(f"periodic boundaries run on one device, not over "
-                                 f"{placement.world.size} MPI ranks: start oclsci stencil "
-                                 "--boundary periodic as one process")
             problem, step = load_problem(self.stencil, job)
             skeleton = replace(problem, u0=None, prev0=None, fields={})
             return problem, Start(skeleton, problem.shape, step)
@@ -252,7 +248,7 @@ class StencilRun:
         return StencilOutcome(compute, self.stencil, self.problem, u, self.started,
                               kernel=grid.solver.config.describe(), first_step=start.step,
                               distribution=distribution, step_seconds=step_seconds,
-                              boundary=None if distribution else grid.boundary())
+                              boundary=grid.boundary())
 
     def outputs(self, outcome: StencilOutcome) -> Writes:
         """The final checkpoint first (were the process killed while the field is written, a

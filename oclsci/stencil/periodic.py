@@ -46,9 +46,15 @@ WORDS = {4: np.uint32, 8: np.uint64}  # the elements' bits, copied as they are
 GROUP = 256
 
 
-def widen(array: np.ndarray | None, depth: int) -> np.ndarray | None:
-    """``array`` inside ``depth`` cells of its other side on each side of every axis."""
-    return None if array is None else np.pad(array, depth, mode="wrap")
+def widen(array: np.ndarray | None, depth: int,
+          axes: tuple[int, ...] | None = None) -> np.ndarray | None:
+    """``array`` inside ``depth`` cells of its other side on each side of every axis (of
+    ``axes``, default all)."""
+    if array is None:
+        return None
+    axes = range(array.ndim) if axes is None else axes
+    return np.pad(array, [(depth, depth) if axis in axes else (0, 0)
+                          for axis in range(array.ndim)], mode="wrap")
 
 
 class PeriodicGrid(OneDevice):
@@ -57,14 +63,21 @@ class PeriodicGrid(OneDevice):
     ``kernel_params`` as it takes them) and the run's halo on its one device (this object:
     every :attr:`steps_between_exchanges` steps, :meth:`exchange` refreshes the ghost cells).
     ``period``: those steps (default: one launch of the kernel); more ghost cells are then
-    computed, fewer refreshes run."""
+    computed, fewer refreshes run. ``axes``: the axes that wrap here (default all; an MPI
+    rank's slab wraps the others, :mod:`oclsci.stencil.distributed`, and its ghost layers
+    come from the ranks); ``candidates``: the configurations to try (default: what
+    ``kernel`` means for the widened grid)."""
 
     def __init__(self, compute: Any, problem: Problem, kernel: str = "auto",
-                 kernel_params: dict | None = None, period: int | None = None):
+                 kernel_params: dict | None = None, period: int | None = None, *,
+                 axes: tuple[int, ...] | None = None, candidates: list | None = None):
         self.compute = compute
         dtype = compute.check_dtype(problem.dtype)
-        candidates = choose(compute, kernel, geometry(problem, dtype), problem.expression,
-                            dtype, kernel_params)
+        given = candidates is not None
+        if not given:
+            candidates = choose(compute, kernel, geometry(problem, dtype), problem.expression,
+                                dtype, kernel_params)
+        self.axes = tuple(range(len(problem.shape)) if axes is None else axes)
         radius = self.radius = problem.expression.radius
         launch = candidates[0].steps_per_launch
         period = launch if period is None else check_steps(period, "period")
@@ -77,26 +90,29 @@ class PeriodicGrid(OneDevice):
         self.widening = radius * (period - 1 if one_step else period)
         self.shape = problem.shape
         wide = dataclasses.replace(problem, periodic=False, **{
-            "u0": widen(problem.u0, self.widening),
-            "prev0": widen(problem.prev0, self.widening),
-            "fields": {name: widen(array, self.widening)
+            "u0": widen(problem.u0, self.widening, self.axes),
+            "prev0": widen(problem.prev0, self.widening, self.axes),
+            "fields": {name: widen(array, self.widening, self.axes)
                        for name, array in problem.fields.items()}})
         # The configurations for the widened grid (a segment fitted to its layers), where
         # they take as many steps a launch.
-        fitted = choose(compute, kernel, geometry(wide, dtype), problem.expression, dtype,
-                        kernel_params)
-        if fitted[0].steps_per_launch == launch and (one_step or not all(
+        fitted = [] if given else choose(compute, kernel, geometry(wide, dtype),
+                                         problem.expression, dtype, kernel_params)
+        if fitted and fitted[0].steps_per_launch == launch and (one_step or not all(
                 config.spec.steps_param is None for config in fitted)):
             candidates = fitted
         self.solver = solver = StencilSolver(compute, wide, candidates=candidates)
         # The buffers' extents: the widened grid and the ring (rows without their alignment).
         self.extents = tuple(size + 2 * radius for size in wide.shape)
         self.depth = self.widening + radius  # ghost cells a side in the buffers
-        self._refreshes = [self._refresh(axis) for axis in range(len(self.shape))] \
-            if radius else []
+        self._refreshes = [self._refresh(axis) for axis in self.axes] if radius else []
         for buffer, array in zip(solver.field_buffers, problem.fields.values(), strict=True):
             host = np.zeros(solver.layout, dtype=solver.dtype)
-            host[tuple(slice(0, size) for size in self.extents)] = widen(array, self.depth)
+            # Along an axis that does not wrap here the ring keeps the boundary value (zero).
+            ring = [(0, 0) if axis in self.axes else (radius, radius)
+                    for axis in range(array.ndim)]
+            host[tuple(slice(0, size) for size in self.extents)] = np.pad(
+                widen(array, self.depth, self.axes), ring)
             cl.enqueue_copy(compute.queue, buffer, host, is_blocking=True)
         self._wrap(solver)  # the rings of u and u.prev
         self.exchanges = 0
@@ -143,8 +159,8 @@ class PeriodicGrid(OneDevice):
     def _own(self, array: np.ndarray | None) -> np.ndarray | None:
         if array is None:
             return None
-        return array[tuple(slice(self.widening, self.widening + s)
-                           for s in self.shape)].copy()
+        return array[tuple(slice(self.widening, self.widening + size) if axis in self.axes
+                           else slice(None) for axis, size in enumerate(self.shape))].copy()
 
     def read(self) -> np.ndarray:
         """The field now (after the steps enqueued so far), of the grid's shape."""
@@ -158,6 +174,9 @@ class PeriodicGrid(OneDevice):
         """The boundary's line for summaries."""
         if not self.radius:
             return "periodic (the stencil reads no neighbour)"
-        return (f"periodic ({self.depth} ghost cells a side on every axis, {self.widening} "
-                f"of them computed; refreshed every {self.steps_between_exchanges} steps: "
-                f"{self.exchanges} refreshes)")
+        where, ranks = "every axis", ""
+        if len(self.axes) < len(self.shape):  # an MPI rank's slab
+            where, ranks = "the other axes", "ghost layers from the ranks around the grid's ends; "
+        return (f"periodic ({ranks}{self.depth} ghost cells a side on {where}, "
+                f"{self.widening} of them computed; refreshed every "
+                f"{self.steps_between_exchanges} steps: {self.exchanges} refreshes)")

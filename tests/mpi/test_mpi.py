@@ -68,6 +68,30 @@ def test_transfers_deliver_every_needed_row_once(m, parts, halo):
         assert d.slabs[source].first <= a < b <= d.slabs[source].stop and source != dest
 
 
+@pytest.mark.parametrize("m,parts,halo", [(37, 4, 8), (37, 2, 17), (12, 3, 8), (1021, 3, 16)])
+def test_periodic_transfers_wrap_around_the_grid(m, parts, halo):
+    """Every slab's ghost rows on both sides, the first and last slabs' from each other;
+    each row from the slab that owns it (as its owner numbers it)."""
+    d = mpi.Decomposition.build(m, 5, parts, halo, fixed=0, periodic=True)
+    moves = d.transfers()
+    for dest, slab in enumerate(d.slabs):
+        assert (slab.lo, slab.hi) == (slab.first - halo, slab.stop + halo)
+        assert d.needed(dest) == [(slab.lo, slab.first), (slab.stop, slab.hi)]
+        got = sorted(row for s, t, a, b in moves if t == dest for row in range(a, b))
+        assert got == [*range(slab.lo, slab.first), *range(slab.stop, slab.hi)]
+    for source, dest, a, b in moves:
+        owner = d.slabs[source]
+        assert source != dest and b - a >= 1
+        assert owner.first <= d.source_row(a) and d.source_row(b - 1) < owner.stop
+    rows = np.arange(m * 3).reshape(m, 3)
+    assert np.array_equal(d.held(rows, 0)[:halo], rows[m - halo:])
+
+
+def test_periodic_ghost_rows_reaching_their_own_slab_are_refused():
+    with pytest.raises(mpi.InputError, match="ghost rows would wrap around to its own"):
+        mpi.Decomposition.build(12, 5, 2, 7, fixed=0, periodic=True)
+
+
 @pytest.mark.parametrize("height,parts,per_rank", [(157, 3, 1), (157, 3, 4), (5, 4, 3), (2, 4, 1)])
 def test_rank_bands_cover_the_image_once(height, parts, per_rank):
     rows = sorted(row for rank in range(parts)

@@ -317,17 +317,73 @@ def test_both_levels_through_shared_memory_and_mpi(tmp_path):
     assert np.array_equal(np.load(out), stencil_numpy(problem))
 
 
+# Periodic grids over ranks: case, kernel and its parameters, rank counts, grid (None: the
+# case's), OCLSCI_MPI_NODE_RANKS. Grids of enough layers that no rank's ghost layers wrap
+# around to its own.
+PERIODIC = [
+    ("2d-r1-field", ("step",), (2, 3), None, ""),
+    ("2d-r1-field", ("tiled", "max_steps=3"), (4,), (31, 17), "2"),
+    ("2d-r2-prev-field", ("stream", "max_steps=2"), (2, 4), None, ""),
+    ("3d-r1-field", ("column", "local_w=8", "local_h=4", "cells_y=2", "max_steps=2", "seg=5"),
+     (3,), (37, 6, 7), "1"),
+    ("3d-r2-prev", ("stream",), (2,), (27, 5, 6), ""),
+]
+
+
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpi_present")
-def test_periodic_boundaries_are_refused_over_ranks(tmp_path):
-    """Periodic boundaries run on one device: over ranks, one line and the input error's
-    code, nothing written."""
-    args, _ = save_case(tmp_path, "2d-r1-field", 5)
+@pytest.mark.parametrize("name,kernel,ranks,shape,node_ranks", PERIODIC,
+                         ids=[f"{c}-{k[0]}-p{'.'.join(map(str, r))}"
+                              for c, k, r, _, _ in PERIODIC])
+def test_periodic_bit_identical_over_ranks(tmp_path, name, kernel, ranks, shape, node_ranks):
+    """The first and last ranks exchange ghost layers across the grid's ends, every rank
+    wraps its slab along the other axes: equal to NumPy's wrapped reference."""
+    args, problem = save_case(tmp_path, name, STEPS, shape=shape)
+    want = stencil_numpy(dataclasses.replace(problem, periodic=True))
+    args += ["--boundary", "periodic", "--kernel", kernel[0],
+             *[word for p in kernel[1:] for word in ("--kernel-param", p)]]
+    loud = [word for word in args if word != "-q"]  # the summary's boundary line
+    for count in ranks:
+        out = tmp_path / f"p{count}.npy"
+        result = assert_ok(run_oclsci(["stencil", *loud, "-o", out], ranks=count,
+                                      extra_env={"OCLSCI_MPI_NODE_RANKS": node_ranks}))
+        assert re.search(r"boundary +periodic \(ghost layers from the ranks around the "
+                         r"grid's ends; \d+ ghost cells a side on the other axes", result.stdout), \
+            result.stdout
+        assert np.array_equal(np.load(out), want), f"P={count} differs ({name}, {kernel})"
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpi_present")
+def test_periodic_checkpoint_resumes_on_another_rank_count(tmp_path):
+    """A periodic run's checkpoint on 3 ranks resumes on 2 ranks and on one device."""
+    args, problem = save_case(tmp_path, "2d-r2-prev-field", 23)
+    args += ["--boundary", "periodic"]
+    want = stencil_numpy(dataclasses.replace(problem, steps=40, periodic=True))
+    checkpoint = tmp_path / "run.npz"
+    assert_ok(run_oclsci(["stencil", *args, "-o", tmp_path / "p3.npy", "--checkpoint",
+                          checkpoint, "--checkpoint-every", 10], ranks=3))
+    resumed = [a if a != 23 else 40 for a in args]
+    assert_ok(run_oclsci(["stencil", *resumed, "--resume", checkpoint, "-o",
+                          tmp_path / "p2.npy"], ranks=2))
+    assert_ok(run_oclsci(["stencil", *resumed, "--resume", checkpoint, "-o",
+                          tmp_path / "one.npy"]))
+    assert np.array_equal(np.load(tmp_path / "p2.npy"), want)
+    assert np.array_equal(np.load(tmp_path / "one.npy"), want)
+
+
+@pytest.mark.mpi
+@pytest.mark.usefixtures("mpi_present")
+def test_periodic_ghost_layers_that_would_wrap_to_their_own_rank_are_refused(tmp_path):
+    """8 ghost rows a side on 2 ranks of a 10-row periodic grid would reach a rank's own
+    rows: one line and the input error's code, nothing written."""
+    args, _ = save_case(tmp_path, "2d-r1-field", 5, shape=(10, 9))
     out = tmp_path / "p.npy"
     result = run_oclsci(["stencil", *args, "--boundary", "periodic", "-o", out], ranks=2)
     assert result.returncode == InputError.exit_code, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "periodic boundaries run on one device" in lines[0], \
+    lines = [line for line in result.stderr.strip().splitlines()
+             if not line.startswith("oclsci: rank")]
+    assert len(lines) == 1 and "ghost rows would wrap around to its own" in lines[0], \
         result.stderr
     assert not out.exists()
 
