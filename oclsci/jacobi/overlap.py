@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from oclsci.arrays import check_fits
+from oclsci.errors import DeviceMemoryError
 from oclsci.jacobi.runner import queue_bands
-from oclsci.jacobi.solver import JacobiSolver
+from oclsci.jacobi.solver import JacobiSolver, validate_rhs
 from oclsci.mpi.concurrent import bands_that_fit
 from oclsci.mpi.overlap import OverlappedSlab
 from oclsci.mpi.slabs import Decomposition, Slab
@@ -45,9 +47,15 @@ class JacobiPieces:
             if bands > 1:
                 from oclsci.jacobi.concurrent import ConcurrentJacobi  # only in bands
 
-                return ConcurrentJacobi(self.compute, held,
-                                        None if self.x0_rows is None else self.x0_rows[rows],
-                                        dtype=self.dtype, bands=bands, config=config)
+                held = validate_rhs(held)  # as a JacobiSolver checks its own
+                check_fits(held, self.dtype, "the right-hand side")
+                try:
+                    return ConcurrentJacobi(
+                        self.compute, held,
+                        None if self.x0_rows is None else self.x0_rows[rows],
+                        dtype=self.dtype, bands=bands, config=config)
+                except DeviceMemoryError:
+                    pass  # the interior alone may fit: one queue
         return JacobiSolver(self.compute, self.rhs_rows[rows],
                             x0=None if self.x0_rows is None else self.x0_rows[rows],
                             dtype=self.dtype, config=config,

@@ -157,6 +157,10 @@ class ConcurrentBands:
             if valid < 1:
                 self._refresh(index)
 
+    def last_events(self) -> list[Any]:
+        """Every band's last launch so far (those that launched)."""
+        return [event for event in self._last if event is not None]
+
     def finish(self) -> None:
         """Wait for every band's queue."""
         for solver in self.solvers:

@@ -61,6 +61,9 @@ class Pieces(Protocol):
     def row_stride(self, solver: Any) -> int:
         """Elements of one padded row (layer) of ``solver``'s buffers."""
 
+    # Optional: ``after_exchange(solver)``, enqueued for every sub-slab after each exchange's
+    # copies (a periodic grid's wrap along the other axes).
+
 
 class OverlappedSlab:
     """This rank's sub-slab solvers: the solver and the ``halo`` that a workload's runner
@@ -102,13 +105,17 @@ class OverlappedSlab:
         # (other rank, own piece, first global row, rows) per transfer; both sides list them
         # in the order of decomposition.transfers(), so messages match in order.
         self.sends, self.receives, self.local_copies = [], [], []
+        # Rows as the receiving piece numbers them; a periodic grid's beyond its ends, which
+        # the sending piece holds as source_row(first).
         for source, dest, first, stop in decomposition.transfers():
             if owners[source] == rank and owners[dest] == rank:
                 self.local_copies.append((source, dest, first, stop))
             elif owners[source] == rank:
-                self.sends.append((owners[dest], source, first, stop - first))
+                self.sends.append((owners[dest], source, decomposition.source_row(first),
+                                   stop - first))
             elif owners[dest] == rank:
                 self.receives.append((owners[source], dest, first, stop - first))
+        self.source_row = decomposition.source_row
         self.transport: RowTransport | None = None  # made at the first exchange (collective)
         self.row_copier = RowCopier(compute, self.dtype)
         # Strips (pieces that send to other ranks) step first, so that their rows are ready
@@ -117,7 +124,7 @@ class OverlappedSlab:
         self.order = sorted(self.pieces, key=lambda index: (index not in senders, index))
         self._last_events: dict[int, Any] = {}
         self._pending_writes: list = []
-        self._unsettled: list = []  # (interior's last event, host-to-device events)
+        self._unsettled: list = []  # (interior's last launches, host-to-device events)
         self.exchanges = 0
         self._phases = dict.fromkeys(EXCHANGE_PHASES, 0.0)
         self._exposed = 0.0
@@ -229,8 +236,9 @@ class OverlappedSlab:
         # that it reads or writes join it, before and after.
         moves, joined = [], []
         for source, dest, first, stop in self.local_copies:
-            (reader, start), (writer, to) = (self._place(index, first, stop)
-                                             for index in (source, dest))
+            held = self.source_row(first)
+            reader, start = self._place(source, held, held + stop - first)
+            writer, to = self._place(dest, first, stop)
             moves += [(self.adapter.levels(reader)[level][0], start, buffer, to,
                        (stop - first) * self.row_stride)
                       for level in range(levels)
@@ -246,9 +254,15 @@ class OverlappedSlab:
             if copied is not None:
                 cl.enqueue_barrier(band_queue, wait_for=[copied])
             band_queue.flush()
+        after = getattr(self.adapter, "after_exchange", None)
+        if after is not None:
+            for index in self.order:
+                after(self.solvers[index])
         queue.flush()
-        interior = self._last_events.get(self.order[-1])
-        self._unsettled.append((interior, writes))
+        # The interior's last launches: its bands' where it runs in bands.
+        interior = [self._last_events.get(self.order[-1])] + [
+            event for bands in self.banded.values() for event in bands.last_events()]
+        self._unsettled.append(([event for event in interior if event is not None], writes))
         self._pending_writes = writes
         self._last_events.clear()
         self.exchanges += 1
@@ -259,15 +273,16 @@ class OverlappedSlab:
         still = []
         for interior, writes in self._unsettled:
             if any(_status(event) != cl.command_execution_status.COMPLETE
-                   for event in writes + ([interior] if interior is not None else [])):
+                   for event in writes + interior):
                 still.append((interior, writes))
                 continue
             if not self.compute.profiling:
                 continue
             self._phases["host-to-device"] += sum(_duration(event) for event in writes)
-            if writes and interior is not None:
+            if writes and interior:
                 arrived = max(event.profile.end for event in writes)
-                self._exposed += max(0.0, (arrived - interior.profile.end) * 1e-9)
+                done = max(event.profile.end for event in interior)
+                self._exposed += max(0.0, (arrived - done) * 1e-9)
         self._unsettled = still
 
     def finish(self) -> None:

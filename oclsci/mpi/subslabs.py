@@ -38,10 +38,11 @@ def sub_slabs(decomposition: Decomposition) -> tuple[Decomposition, list[int]] |
     thin for strips of ``halo + fixed`` rows and an interior at least that high."""
     edge = decomposition.halo + decomposition.fixed
     last = decomposition.parts - 1
+    around = decomposition.periodic  # every slab has neighbours on both sides
     bounds, owners = [], []
     for slab in decomposition.slabs:
-        top = edge if slab.rank > 0 else 0
-        bottom = edge if slab.rank < last else 0
+        top = edge if slab.rank > 0 or around else 0
+        bottom = edge if slab.rank < last or around else 0
         if slab.rows - top - bottom < edge:
             return None
         cuts = sorted({slab.first, slab.first + top, slab.stop - bottom, slab.stop})
@@ -50,4 +51,4 @@ def sub_slabs(decomposition: Decomposition) -> tuple[Decomposition, list[int]] |
             owners.append(slab.rank)
     return (Decomposition.from_bounds(decomposition.m, decomposition.n, bounds,
                                       decomposition.halo, fixed=decomposition.fixed,
-                                      ring=decomposition.ring), owners)
+                                      ring=decomposition.ring, periodic=around), owners)

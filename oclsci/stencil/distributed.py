@@ -100,7 +100,7 @@ class DistributedStencil:
         periodic = skeleton.periodic
         # A plan from the measured constants (oclsci tune --mpi), else the fixed rules;
         # periodic grids run whole slabs.
-        measured = None if periodic else agreed_plan(
+        measured = None if periodic else agreed_plan(  # the model knows no wrap
             world, compute, exchange_every, lambda constants: self._measured_plan(
                 compute, skeleton, kernel, kernel_params, constants))
         self.plan = measured[0] if measured else None
@@ -108,7 +108,7 @@ class DistributedStencil:
             _, candidates, strip_candidates = measured
             exchange_every, overlap = self.plan.period, self.plan.overlapped
         else:
-            overlap = not periodic and agreed_overlap(world, compute)
+            overlap = agreed_overlap(world, compute)
             candidates, strip_candidates = world.bcast(world.agree(
                 lambda: self._choose(compute, skeleton, kernel, kernel_params, overlap,
                                      exchange_every) if world.is_root else None))
@@ -140,6 +140,7 @@ class DistributedStencil:
             self.solver = world.agree(lambda: OverlappedSlab(world, compute, self.slab, pieces,
                                                              adapter, period=self.period))
             self.halo = self.solver
+            self.grid = next(iter(adapter.grids.values()), None)
         elif periodic:
             self.grid = world.agree(lambda: PeriodicGrid(
                 compute, local, period=self.period, axes=tuple(range(1, len(self.shape))),
@@ -201,7 +202,8 @@ class DistributedStencil:
         strips = [StencilConfig(c.name, {**c.params, "seg": 3 * radius * chosen})
                   if "seg" in c.params else c for c in strips]
         if sub_slabs(Decomposition.build(self.shape[0], self.shape[1], self.world.size,
-                                         radius * chosen, fixed=0)) is None:
+                                         radius * chosen, fixed=0,
+                                         periodic=skeleton.periodic)) is None:
             return whole, whole
         return interior, strips
 
@@ -238,10 +240,13 @@ class DistributedStencil:
 
     def _owned(self) -> tuple[np.ndarray, np.ndarray | None]:
         """This rank's owned layers of u and (with u.prev, else None) of the previous level."""
-        levels = self.grid or self.solver
-        parts = [(levels, self.slab)] if not self.overlapped else [
-            (self.solver.solvers[index], piece)
-            for index, piece in sorted(self.solver.pieces.items())]
+        if not self.overlapped:
+            parts = [(self.grid or self.solver, self.slab)]
+        else:  # a periodic grid's pieces read through their grids (the widening cut off)
+            grids = self.solver.adapter.grids
+            parts = [(grids.get(solver, solver), piece) for index, piece
+                     in sorted(self.solver.pieces.items())
+                     for solver in [self.solver.solvers[index]]]
         u, prev = [], []
         for solver, slab in parts:
             owned = slice(slab.first - slab.lo, slab.stop - slab.lo)

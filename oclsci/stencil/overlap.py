@@ -22,20 +22,38 @@ class StencilPieces:
     exchange need (the interior's would save little: its kernel built for all layers runs
     faster on NVIDIA's GPUs, docs/mpi.md). The levels that travel: u.prev's (with u.prev)
     and u's, each read from and written into the buffer that the next step reads (the
-    exchange refreshes every ghost layer there)."""
+    exchange refreshes every ghost layer there). A periodic ``local`` makes each sub-slab a
+    :class:`~oclsci.stencil.periodic.PeriodicGrid` wrapped along the other axes, all with
+    ``r S`` computed ghost cells (so that their layers match), and wraps them after every
+    exchange (:attr:`grids`: each sub-slab's solver's grid)."""
 
     def __init__(self, compute: Any, local: Problem, candidates: list, strip_candidates: list,
                  period: int):
         self.compute, self.local, self.period = compute, local, period
         self.candidates, self.strip_candidates = candidates, strip_candidates
+        self.grids: dict[StencilSolver, Any] = {}
 
     def solver(self, rows: slice, strip: bool, owned: slice) -> StencilSolver:
         """The sub-slab's solver for the slab's layers ``rows``, of which ``owned`` (counted
         from its first) are its own."""
-        return StencilSolver(self.compute, layers(self.local, rows),
-                             candidates=self.strip_candidates if strip else self.candidates,
-                             needed=NeededLayers(owned.start, owned.stop, self.period)
-                             if strip else None)
+        candidates = self.strip_candidates if strip else self.candidates
+        needed = NeededLayers(owned.start, owned.stop, self.period) if strip else None
+        if not self.local.periodic:
+            return StencilSolver(self.compute, layers(self.local, rows), candidates=candidates,
+                                 needed=needed)
+        from oclsci.stencil.periodic import PeriodicGrid  # periodic grids only
+
+        grid = PeriodicGrid(self.compute, layers(self.local, rows), period=self.period,
+                            axes=tuple(range(1, len(self.local.shape))), candidates=candidates,
+                            widening=self.local.expression.radius * self.period, needed=needed)
+        self.grids[grid.solver] = grid
+        return grid.solver
+
+    def after_exchange(self, solver: StencilSolver) -> None:
+        """Wrap a periodic sub-slab along the other axes, its ghost layers refreshed."""
+        grid = self.grids.get(solver)
+        if grid is not None:
+            grid.exchange(solver)
 
     @staticmethod
     def levels(solver: StencilSolver) -> list[tuple[Any, list[Any]]]:

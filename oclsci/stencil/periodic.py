@@ -66,11 +66,15 @@ class PeriodicGrid(OneDevice):
     computed, fewer refreshes run. ``axes``: the axes that wrap here (default all; an MPI
     rank's slab wraps the others, :mod:`oclsci.stencil.distributed`, and its ghost layers
     come from the ranks); ``candidates``: the configurations to try (default: what
-    ``kernel`` means for the widened grid)."""
+    ``kernel`` means for the widened grid); ``widening``: the computed ghost cells a side
+    (default: what the kernel needs at ``period``; the sub-slabs of a rank take one for
+    all, so that their layers match); ``needed``: the solver's
+    :class:`~oclsci.stencil.solver.NeededLayers` (an MPI strip's)."""
 
     def __init__(self, compute: Any, problem: Problem, kernel: str = "auto",
                  kernel_params: dict | None = None, period: int | None = None, *,
-                 axes: tuple[int, ...] | None = None, candidates: list | None = None):
+                 axes: tuple[int, ...] | None = None, candidates: list | None = None,
+                 widening: int | None = None, needed: Any = None):
         self.compute = compute
         dtype = compute.check_dtype(problem.dtype)
         given = candidates is not None
@@ -87,7 +91,8 @@ class PeriodicGrid(OneDevice):
         self.steps_between_exchanges = period if radius else 0
         # Ghost cells for whichever candidate builds (a blocked one may follow a refused one).
         one_step = all(config.spec.steps_param is None for config in candidates)
-        self.widening = radius * (period - 1 if one_step else period)
+        self.widening = radius * (period - 1 if one_step else period) if widening is None \
+            else int(widening)
         self.shape = problem.shape
         wide = dataclasses.replace(problem, periodic=False, **{
             "u0": widen(problem.u0, self.widening, self.axes),
@@ -101,7 +106,8 @@ class PeriodicGrid(OneDevice):
         if fitted and fitted[0].steps_per_launch == launch and (one_step or not all(
                 config.spec.steps_param is None for config in fitted)):
             candidates = fitted
-        self.solver = solver = StencilSolver(compute, wide, candidates=candidates)
+        self.solver = solver = StencilSolver(compute, wide, candidates=candidates,
+                                             needed=needed)
         # The buffers' extents: the widened grid and the ring (rows without their alignment).
         self.extents = tuple(size + 2 * radius for size in wide.shape)
         self.depth = self.widening + radius  # ghost cells a side in the buffers

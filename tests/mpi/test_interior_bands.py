@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -98,6 +99,66 @@ def test_interior_in_bands_bit_identical(rhs, tmp_path, kernel):
         assert re.search(r"the interior in 3 bands of \d+(-\d+)? rows on 3 queues",
                          result.stdout), result.stdout
         assert np.array_equal(np.load(out), reference), f"P={ranks} differs ({kernel})"
+
+
+# Bands at the thinnest that bands_that_fit allows (2 (H + 1) + 2 S rows each): rows,
+# kernel, OCLSCI_MPI_EXCHANGE_EVERY ("": the default period), the band height expected.
+THIN = [(255, "streaming", "5", 28), (597, "temporal", "", 66)]
+
+
+@pytest.mark.parametrize("rows,kernel,every,height", THIN)
+def test_bands_at_their_thinnest_bit_identical(tmp_path, rows, kernel, every, height):
+    """Three ranks, three bands of the least height each interior allows: the rows that the
+    exchange writes into the edge bands stay out of the next bands' ghost rows."""
+    if mpi_missing():
+        tool_missing(mpi_missing())
+    path = tmp_path / "thin.npy"
+    np.save(path, np.random.default_rng(rows).standard_normal((rows, 13)))
+    common = [path, "-n", 41, "--kernel", kernel, "--device", DEVICE]
+    assert_ok(run_oclsci(["jacobi", *common, "-q", "-o", tmp_path / "one.npy"]))
+    result = assert_ok(run_oclsci(["jacobi", *common, "-o", tmp_path / "p3.npy"], ranks=3,
+                                  extra_env={**BANDS, "OCLSCI_MPI_EXCHANGE_EVERY": every}))
+    assert f"3 bands of {height}" in result.stdout, result.stdout
+    assert np.array_equal(np.load(tmp_path / "p3.npy"), np.load(tmp_path / "one.npy"))
+
+
+RESIDUAL_SCRIPT = """
+import sys, numpy as np
+from oclsci import mpi
+from oclsci.jacobi.distributed import DistributedJacobi
+from oclsci.jacobi.reference import laplacian
+from oclsci.jacobi.runner import relative_residual
+from oclsci.runtime.device import create_context
+world = mpi.mpi_world()
+compute = create_context(sys.argv[1])
+rhs = np.load(sys.argv[2]).astype(np.float32)
+job = DistributedJacobi(world, compute, rhs.shape, rhs if world.is_root else None,
+                        kernel="coalesced")
+job.start(0)
+job.run(int(sys.argv[3]), residual=False)
+residual = relative_residual(job.solver, job.halo)
+x = job.gather()
+if world.is_root:
+    assert "the interior in 3 bands" in job.describe(), job.describe()
+    x = x.astype(np.float64)
+    want = np.linalg.norm(laplacian(x) - rhs) / np.linalg.norm(rhs.astype(np.float64))
+    print(repr(float(residual)), repr(float(want)))
+"""
+
+
+@pytest.mark.parametrize("steps", [21, 22])
+def test_residual_of_bands_reads_fresh_ghost_rows(rhs, tmp_path, steps):
+    """The residual over banded interiors (``coalesced``: ghost rows for 2 steps, the odd
+    bands refreshed at even steps, the even ones at odd steps) and the strips, summed over
+    the ranks: equal to NumPy's on the gathered iterate."""
+    script = tmp_path / "residual.py"
+    script.write_text(RESIDUAL_SCRIPT)
+    command = [*mpiexec_command(), "-n", "2", sys.executable, str(script), DEVICE, str(rhs),
+               str(steps)]
+    result = assert_ok(subprocess.run(command, env=launch_env(BANDS), capture_output=True,
+                                      text=True, timeout=180, stdin=subprocess.DEVNULL))
+    got, want = map(float, result.stdout.split())
+    assert got == pytest.approx(want, rel=1e-6)
 
 
 def test_interior_in_bands_tolerance_and_resume_with_other_bands(rhs, tmp_path):

@@ -318,26 +318,33 @@ def test_both_levels_through_shared_memory_and_mpi(tmp_path):
 
 
 # Periodic grids over ranks: case, kernel and its parameters, rank counts, grid (None: the
-# case's), OCLSCI_MPI_NODE_RANKS. Grids of enough layers that no rank's ghost layers wrap
-# around to its own.
+# case's), OCLSCI_MPI_NODE_RANKS, steps between exchanges where overlapped ("": whole
+# slabs). Grids of enough layers that no rank's ghost layers wrap around to its own.
 PERIODIC = [
-    ("2d-r1-field", ("step",), (2, 3), None, ""),
-    ("2d-r1-field", ("tiled", "max_steps=3"), (4,), (31, 17), "2"),
-    ("2d-r2-prev-field", ("stream", "max_steps=2"), (2, 4), None, ""),
+    ("2d-r1-field", ("step",), (2, 3), None, "", ""),
+    ("2d-r1-field", ("tiled", "max_steps=3"), (4,), (31, 17), "2", ""),
+    ("2d-r2-prev-field", ("stream", "max_steps=2"), (2, 4), None, "", ""),
     ("3d-r1-field", ("column", "local_w=8", "local_h=4", "cells_y=2", "max_steps=2", "seg=5"),
-     (3,), (37, 6, 7), "1"),
-    ("3d-r2-prev", ("stream",), (2,), (27, 5, 6), ""),
+     (3,), (37, 6, 7), "1", ""),
+    ("3d-r2-prev", ("stream",), (2,), (27, 5, 6), "", ""),
+    ("2d-r1-field", ("tiled", "max_steps=2"), (2, 3), (61, 17), "1", "2"),
+    ("2d-r2-prev-field", ("step",), (4,), (83, 13), "2", "3"),
+    ("3d-r1-field", ("column", "local_w=8", "local_h=4", "cells_y=2", "max_steps=2", "seg=5"),
+     (3,), (49, 6, 7), "", "4"),
+    ("3d-r2-prev", ("stream",), (2,), (41, 5, 6), "", "3"),
 ]
 
 
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpi_present")
-@pytest.mark.parametrize("name,kernel,ranks,shape,node_ranks", PERIODIC,
-                         ids=[f"{c}-{k[0]}-p{'.'.join(map(str, r))}"
-                              for c, k, r, _, _ in PERIODIC])
-def test_periodic_bit_identical_over_ranks(tmp_path, name, kernel, ranks, shape, node_ranks):
+@pytest.mark.parametrize("name,kernel,ranks,shape,node_ranks,every", PERIODIC,
+                         ids=[f"{c}-{k[0]}-p{'.'.join(map(str, r))}" + ("-overlapped" * bool(e))
+                              for c, k, r, _, _, e in PERIODIC])
+def test_periodic_bit_identical_over_ranks(tmp_path, name, kernel, ranks, shape, node_ranks,
+                                           every):
     """The first and last ranks exchange ghost layers across the grid's ends, every rank
-    wraps its slab along the other axes: equal to NumPy's wrapped reference."""
+    wraps its slab (or each of its strips and interior, where the exchange runs behind the
+    interior's steps) along the other axes: equal to NumPy's wrapped reference."""
     args, problem = save_case(tmp_path, name, STEPS, shape=shape)
     want = stencil_numpy(dataclasses.replace(problem, periodic=True))
     args += ["--boundary", "periodic", "--kernel", kernel[0],
@@ -345,8 +352,11 @@ def test_periodic_bit_identical_over_ranks(tmp_path, name, kernel, ranks, shape,
     loud = [word for word in args if word != "-q"]  # the summary's boundary line
     for count in ranks:
         out = tmp_path / f"p{count}.npy"
+        env = {"OCLSCI_MPI_NODE_RANKS": node_ranks, "OCLSCI_MPI_OVERLAP": "1" if every else "0",
+               "OCLSCI_MPI_EXCHANGE_EVERY": every}
         result = assert_ok(run_oclsci(["stencil", *loud, "-o", out], ranks=count,
-                                      extra_env={"OCLSCI_MPI_NODE_RANKS": node_ranks}))
+                                      extra_env=env))
+        assert ("exchanges overlapped" in result.stdout) == bool(every), result.stdout
         assert re.search(r"boundary +periodic \(ghost layers from the ranks around the "
                          r"grid's ends; \d+ ghost cells a side on the other axes", result.stdout), \
             result.stdout
@@ -356,13 +366,14 @@ def test_periodic_bit_identical_over_ranks(tmp_path, name, kernel, ranks, shape,
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpi_present")
 def test_periodic_checkpoint_resumes_on_another_rank_count(tmp_path):
-    """A periodic run's checkpoint on 3 ranks resumes on 2 ranks and on one device."""
+    """A periodic run's checkpoint on 3 ranks, overlapped, resumes on 2 ranks (whole slabs)
+    and on one device."""
     args, problem = save_case(tmp_path, "2d-r2-prev-field", 23)
     args += ["--boundary", "periodic"]
     want = stencil_numpy(dataclasses.replace(problem, steps=40, periodic=True))
     checkpoint = tmp_path / "run.npz"
     assert_ok(run_oclsci(["stencil", *args, "-o", tmp_path / "p3.npy", "--checkpoint",
-                          checkpoint, "--checkpoint-every", 10], ranks=3))
+                          checkpoint, "--checkpoint-every", 10], ranks=3, extra_env=OVERLAP))
     resumed = [a if a != 23 else 40 for a in args]
     assert_ok(run_oclsci(["stencil", *resumed, "--resume", checkpoint, "-o",
                           tmp_path / "p2.npy"], ranks=2))

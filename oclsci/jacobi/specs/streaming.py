@@ -142,9 +142,9 @@ LAUNCH_END_WAVES = 1.6
 QUEUE_BANDS = 4
 MIN_BAND_ROWS = 1000
 # An MPI rank's interior in bands (oclsci/mpi/overlap.py): its edge bands wait for the exchange
-# once a period, and the bands gain less. On H200s, 16384 columns, float32: an 8158-row
-# interior (two GPUs) ran 2.5% faster in 4 bands, a 4079-row one (four GPUs) 8% slower in 4
-# bands and 5% slower in 2 (docs/bench/h200x4-interior-bands-2026-11-28.md).
+# once a period, and the bands gain less. On H200s, 16384 columns, float32: an 8175-row
+# interior (two GPUs) ran 2.5% faster in 4 bands, a 4079-row one (four GPUs) 6-18% slower in
+# 4 bands and 5% slower in 2 (docs/bench/h200x4-interior-bands-2026-11-28.md).
 MIN_EXCHANGED_BAND_ROWS = 2000
 
 
