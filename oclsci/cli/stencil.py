@@ -92,7 +92,7 @@ BOUNDARY = BoundaryType()
 @click.option("--boundary", type=BOUNDARY, default="0", show_default=True,
               metavar="VALUE|periodic",
               help="The value of u beyond the grid (fields read zero there), or 'periodic': "
-                   "the grid wraps around on every axis (one device).")
+                   "the grid wraps around on every axis.")
 @click.option("--kernel", default="auto", show_default=True,
               help=stencil_kernels.choices_help())
 @click.option("--kernel-param", "kernel_pairs", multiple=True, metavar="NAME=VALUE",
@@ -121,8 +121,8 @@ def stencil_command(expression: str, input_path: str | None, steps: int, output:
     """Run EXPR, an update of the field u written as a Python expression
     (e.g. 'u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)'), STEPS times on
     INPUT.npy; the result equals the NumPy reference bit for bit (docs/stencil.md). Under
-    mpiexec the ranks share the grid in slabs, with the same result (not with --boundary
-    periodic, which runs on one device). Exit code 75 means a signal stopped the run after
+    mpiexec the ranks share the grid in slabs, with the same result. Exit code 75 means a
+    signal stopped the run after
     writing the checkpoint: rerun with --resume to finish."""
     params = parse_params(param_pairs)
     kernel_params = stencil_kernels.parse_param_values(

@@ -97,6 +97,14 @@ class Decomposition:
         if parts > m:
             raise InputError(f"{parts} MPI ranks for a grid of {m} rows: each rank needs at "
                              f"least one row; use at most {m} ranks")
+        ghost = halo + fixed
+        if periodic and ghost > m - -(-m // parts):  # the thickest slab's
+            enough = next((p for p in range(parts + 1, m + 1) if ghost <= m - -(-m // p)), None)
+            ranks = f"at least {enough} ranks, " if enough else ""
+            raise InputError(
+                f"{parts} MPI ranks for a periodic grid of {m} layers with {ghost} ghost "
+                f"layers a side: a rank's ghost layers would wrap around to its own; use "
+                f"{ranks}one process, or a shorter exchange period (OCLSCI_MPI_EXCHANGE_EVERY)")
         return cls.from_bounds(m, n, split_rows(m, parts), halo, fixed=fixed, ring=ring,
                                periodic=periodic)
 
@@ -112,9 +120,9 @@ class Decomposition:
             thickest = max(stop - first for first, stop in bounds)
             if halo + fixed > m - thickest:
                 raise InputError(
-                    f"{len(bounds)} MPI ranks for a periodic grid of {m} rows with "
-                    f"{halo + fixed} ghost rows a side: a rank's ghost rows would wrap "
-                    f"around to its own; use fewer ranks or a shorter exchange period")
+                    f"{len(bounds)} slabs of a periodic grid of {m} layers with "
+                    f"{halo + fixed} ghost layers a side: a slab's ghost layers would wrap "
+                    "around to its own")
             slabs = tuple(Slab(index, first, stop, first - halo, stop + halo, ring)
                           for index, (first, stop) in enumerate(bounds))
         else:

@@ -116,7 +116,7 @@ class DistributedStencil:
                                   overlap)
         self.decomposition = world.agree(Decomposition.build, self.shape[0], self.shape[1],
                                          world.size, max(1, radius) * self.period, fixed=0,
-                                         ring=radius, periodic=periodic)
+                                         ring=radius, periodic=periodic and radius > 0)
         self.slab = self.decomposition.slabs[world.rank]
         root = problem if world.is_root else None
 

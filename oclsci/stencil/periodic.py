@@ -1,5 +1,5 @@
-"""Periodic boundaries on one device: the grid wraps around on every axis, whatever kernel
-runs.
+"""Periodic boundaries: the grid wraps around on every axis, whatever kernel runs, on one
+device (and on each MPI rank's slab along its other axes, :mod:`oclsci.stencil.distributed`).
 
 The device buffers hold the grid inside ghost cells that hold the grid's cells from the other
 side: ``w`` of them on each side of every axis where the kernels compute (the grid widened),
@@ -182,7 +182,9 @@ class PeriodicGrid(OneDevice):
             return "periodic (the stencil reads no neighbour)"
         where, ranks = "every axis", ""
         if len(self.axes) < len(self.shape):  # an MPI rank's slab
-            where, ranks = "the other axes", "ghost layers from the ranks around the grid's ends; "
+            others = "axis" if len(self.shape) == 2 else "axes"
+            where = f"the other {others}"
+            ranks = "ghost layers from the ranks around the grid's ends; "
         return (f"periodic ({ranks}{self.depth} ghost cells a side on {where}, "
                 f"{self.widening} of them computed; refreshed every "
                 f"{self.steps_between_exchanges} steps: {self.exchanges} refreshes)")

@@ -88,8 +88,13 @@ def test_periodic_transfers_wrap_around_the_grid(m, parts, halo):
 
 
 def test_periodic_ghost_rows_reaching_their_own_slab_are_refused():
-    with pytest.raises(mpi.InputError, match="ghost rows would wrap around to its own"):
+    with pytest.raises(mpi.InputError, match="ghost layers would wrap around to its own; use "
+                       "at least 3 ranks, one process"):
         mpi.Decomposition.build(12, 5, 2, 7, fixed=0, periodic=True)
+    with pytest.raises(mpi.InputError, match="its own; use one process, or a shorter"):
+        mpi.Decomposition.build(12, 5, 2, 12, fixed=0, periodic=True)
+    with pytest.raises(mpi.InputError, match="a slab's ghost layers would wrap around"):
+        mpi.Decomposition.from_bounds(12, 5, [(0, 9), (9, 12)], 4, fixed=0, periodic=True)
 
 
 @pytest.mark.parametrize("height,parts,per_rank", [(157, 3, 1), (157, 3, 4), (5, 4, 3), (2, 4, 1)])
