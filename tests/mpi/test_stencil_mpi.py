@@ -248,14 +248,20 @@ def test_summary_and_ghosts_deeper_than_slabs(tmp_path):
 
 @pytest.mark.mpi
 @pytest.mark.usefixtures("mpi_present")
-def test_checkpoints_resume_on_another_rank_count(tmp_path):
-    """Checkpoints every 10 steps and at the end on 3 ranks; resumed on 2 ranks and on one
-    device, both end where the uninterrupted run ends (u.prev kept)."""
+@pytest.mark.parametrize("boundary,env", [("0", {}), ("periodic", {
+    "OCLSCI_MPI_OVERLAP": "1", "OCLSCI_MPI_EXCHANGE_EVERY": "1"})],
+                         ids=["fixed", "periodic-overlapped"])
+def test_checkpoints_resume_on_another_rank_count(tmp_path, boundary, env):
+    """Checkpoints every 10 steps and at the end on 3 ranks (a periodic grid's with the
+    exchange overlapped); resumed on 2 ranks (whole slabs) and on one device, both end where
+    the uninterrupted run ends (u.prev kept)."""
     args, problem = save_case(tmp_path, "2d-r2-prev-field", 23)
-    want = stencil_numpy(dataclasses.replace(problem, steps=40))
+    args += ["--boundary", boundary]
+    want = stencil_numpy(dataclasses.replace(problem, steps=40,
+                                             periodic=boundary == "periodic"))
     checkpoint = tmp_path / "run.npz"
     assert_ok(run_oclsci(["stencil", *args, "-o", tmp_path / "p3.npy", "--checkpoint",
-                          checkpoint, "--checkpoint-every", 10], ranks=3))
+                          checkpoint, "--checkpoint-every", 10], ranks=3, extra_env=env))
     state = load_checkpoint(checkpoint)
     assert state.step == 23 and state.prev is not None
     resumed = [a if a != 23 else 40 for a in args]
@@ -361,26 +367,6 @@ def test_periodic_bit_identical_over_ranks(tmp_path, name, kernel, ranks, shape,
                 r"\d+ ghost cells a side on the other ax[ie]s")
         assert re.search(line, result.stdout), result.stdout
         assert np.array_equal(np.load(out), want), f"P={count} differs ({name}, {kernel})"
-
-
-@pytest.mark.mpi
-@pytest.mark.usefixtures("mpi_present")
-def test_periodic_checkpoint_resumes_on_another_rank_count(tmp_path):
-    """A periodic run's checkpoint on 3 ranks, overlapped, resumes on 2 ranks (whole slabs)
-    and on one device."""
-    args, problem = save_case(tmp_path, "2d-r2-prev-field", 23)
-    args += ["--boundary", "periodic"]
-    want = stencil_numpy(dataclasses.replace(problem, steps=40, periodic=True))
-    checkpoint = tmp_path / "run.npz"
-    assert_ok(run_oclsci(["stencil", *args, "-o", tmp_path / "p3.npy", "--checkpoint",
-                          checkpoint, "--checkpoint-every", 10], ranks=3, extra_env=OVERLAP))
-    resumed = [a if a != 23 else 40 for a in args]
-    assert_ok(run_oclsci(["stencil", *resumed, "--resume", checkpoint, "-o",
-                          tmp_path / "p2.npy"], ranks=2))
-    assert_ok(run_oclsci(["stencil", *resumed, "--resume", checkpoint, "-o",
-                          tmp_path / "one.npy"]))
-    assert np.array_equal(np.load(tmp_path / "p2.npy"), want)
-    assert np.array_equal(np.load(tmp_path / "one.npy"), want)
 
 
 @pytest.mark.mpi
