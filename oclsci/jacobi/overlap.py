@@ -50,8 +50,10 @@ class JacobiPieces:
                 held = validate_rhs(held)  # as a JacobiSolver checks its own
                 check_fits(held, self.dtype, "the right-hand side")
                 try:
+                    # Every band on a queue of its own, none on the strips' queue, which
+                    # waits for the rows from other ranks once a period.
                     return ConcurrentJacobi(
-                        self.compute, held,
+                        self.compute.with_own_queue(), held,
                         None if self.x0_rows is None else self.x0_rows[rows],
                         dtype=self.dtype, bands=bands, config=config)
                 except DeviceMemoryError:

@@ -20,10 +20,11 @@ times and reported apart from the hidden part.
 
 A workload plugs in through an adapter (:class:`Pieces`): how to make a sub-slab's solver,
 which of its buffers travel (one level, or a stencil's u.prev and u), and a row's size. The
-interior's solver may be bands of rows on queues of their own
+interior's solver may be bands of rows on queues of their own, apart from the device queue
 (:class:`~oclsci.mpi.concurrent.ConcurrentBands`): then the rows between it and the strips
-are read from and written into the bands that own them, and those bands' queues join the
-device queue's copy launch once a period (the other bands go on).
+are read from and written into the bands that own them, in one launch on each edge band's
+queue after the strip's steps. That launch does not wait for MPI, so no band waits for
+another rank (nor for the other bands) at an exchange; the strips' next steps wait for it.
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ class Pieces(Protocol):
         between exchanges (the others are ghost rows, which every exchange refreshes). An
         interior's may be a :class:`~oclsci.mpi.concurrent.ConcurrentBands` of these rows
         whose bands each hold whole the rows that the strips exchange with it
-        (:func:`~oclsci.mpi.concurrent.bands_that_fit`)."""
+        (:func:`~oclsci.mpi.concurrent.bands_that_fit`), all on queues other than the
+        device's (the strips'), or a band there would wait for MPI every period."""
 
     def levels(self, solver: Any) -> list[tuple[Any, list[Any]]]:
         """Per level that travels, in one order on every rank: the buffer its rows are read
@@ -118,6 +120,7 @@ class OverlappedSlab:
         self.source_row = decomposition.source_row
         self.transport: RowTransport | None = None  # made at the first exchange (collective)
         self.row_copier = RowCopier(compute, self.dtype)
+        self._band_copiers: dict[int, RowCopier] = {}  # per band's queue: its edge's copies
         # Strips (pieces that send to other ranks) step first, so that their rows are ready
         # early; the interior after them.
         senders = {piece for _, piece, _, _ in self.sends}
@@ -232,28 +235,41 @@ class OverlappedSlab:
         copies.flush()
         # Rows between sub-slabs: one launch on the device queue, after this period's steps and
         # after the received rows (other rows of the same buffers: OpenCL orders any two
-        # queues' changes to one buffer only through events); bands on queues of their own
-        # that it reads or writes join it, before and after.
-        moves, joined = [], []
+        # queues' changes to one buffer only through events). Rows between a strip and a
+        # solver on a queue of its own (an interior's band) go both ways in one launch on that
+        # queue, after the strip's steps (done early in the period) but not after the
+        # received rows: the band never waits for MPI, nor for other bands; the strips' next
+        # steps wait for that launch.
+        moves, apart = [], {}
         for source, dest, first, stop in self.local_copies:
             held = self.source_row(first)
             reader, start = self._place(source, held, held + stop - first)
             writer, to = self._place(dest, first, stop)
-            moves += [(self.adapter.levels(reader)[level][0], start, buffer, to,
+            ranges = [(self.adapter.levels(reader)[level][0], start, buffer, to,
                        (stop - first) * self.row_stride)
                       for level in range(levels)
                       for buffer in self.adapter.levels(writer)[level][1]]
-            joined += [solver.compute.queue for solver in (reader, writer)
-                       if solver.compute.queue is not queue
-                       and all(solver.compute.queue is not known for known in joined)]
-        before = writes + [cl.enqueue_marker(band_queue) for band_queue in joined]
+            band = next(((solver, strip) for solver, strip in ((reader, dest), (writer, source))
+                         if solver.compute.queue is not queue), None)
+            if band is None:
+                moves += ranges
+                continue
+            solver, strip = band
+            entry = apart.setdefault(id(solver.compute.queue), (solver.compute.queue, [], []))
+            entry[1].extend(ranges)
+            if strip in self._last_events:
+                entry[2].append(self._last_events[strip])
+        edges = []
+        for key, (band_queue, ranges, strips_done) in apart.items():
+            if key not in self._band_copiers:
+                self._band_copiers[key] = RowCopier(self.compute, self.dtype)
+            edges.append(self._band_copiers[key].enqueue(band_queue, ranges,
+                                                         wait_for=strips_done))
+            band_queue.flush()
+        before = writes + [event for event in edges if event is not None]
         if before:
             cl.enqueue_barrier(queue, wait_for=before)
-        copied = self.row_copier.enqueue(queue, moves)
-        for band_queue in joined:
-            if copied is not None:
-                cl.enqueue_barrier(band_queue, wait_for=[copied])
-            band_queue.flush()
+        self.row_copier.enqueue(queue, moves)
         after = getattr(self.adapter, "after_exchange", None)
         if after is not None:
             for index in self.order:

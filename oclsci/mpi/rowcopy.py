@@ -44,11 +44,12 @@ class RowCopier:
                                                        word=self.word)
         return self._kernels[count]
 
-    def enqueue(self, queue: Any, copies: list[tuple[Any, int, Any, int, int]]) -> Any:
+    def enqueue(self, queue: Any, copies: list[tuple[Any, int, Any, int, int]],
+                wait_for: list | None = None) -> Any:
         """Enqueue on ``queue`` one launch doing every copy of ``copies``: (source buffer,
-        first element read, destination buffer, first element written, elements). The
-        ranges written must not overlap any range read or written. Return the launch's
-        event (None, and nothing launched, without copies)."""
+        first element read, destination buffer, first element written, elements), after
+        the events ``wait_for``. The ranges written must not overlap any range read or
+        written. Return the launch's event (None, and nothing launched, without copies)."""
         copies = [copy for copy in copies if copy[4] > 0]
         if not copies:
             return None
@@ -70,4 +71,5 @@ class RowCopier:
             kernel.set_arg(5 * c, source)
             kernel.set_arg(5 * c + 1, destination)
         global_size, local_size = self._sizes[len(copies)]
-        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size)
+        return cl.enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
+                                          wait_for=wait_for or None)

@@ -25,6 +25,8 @@ from mpi_launch import (
 )
 from signal_helpers import finish, wait_until_ranks_compute
 
+from oclsci.jacobi.kernels import choose_config
+from oclsci.jacobi.overlap import JacobiPieces
 from oclsci.mpi.concurrent import GHOST_LAUNCHES, ConcurrentBands, bands_that_fit
 
 DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
@@ -84,6 +86,22 @@ def test_holding_names_the_band_that_owns_the_rows_or_the_fixed_row_beyond():
     assert bands.holding(283, 301)[0] is last  # rows, then the fixed row below
     with pytest.raises(ValueError, match="rows 95..104 are not all held by one band"):
         bands.holding(95, 105)
+
+
+def test_every_band_of_an_interior_has_a_queue_apart_from_the_strips(any_compute,
+                                                                      monkeypatch):
+    """The strips' queue waits for the rows from other ranks once a period: no band of the
+    interior runs there (where it would wait for them too)."""
+    monkeypatch.setenv("OCLSCI_QUEUE_BANDS", "3")
+    rhs = np.random.default_rng(5).standard_normal((300, 24)).astype(np.float32)
+    config = choose_config(any_compute, "coalesced", np.float32, rhs.shape)
+    pieces = JacobiPieces(any_compute, rhs, None, dtype=np.float32, config=config, period=8)
+    interior = pieces.solver(slice(0, 300), False, slice(9, 291))
+    assert isinstance(interior, ConcurrentBands)
+    queues = [band.compute.queue for band in interior.solvers]
+    assert len(queues) == 3
+    assert all(queue is not any_compute.queue for queue in queues)
+    assert len({id(queue) for queue in queues}) == 3
 
 
 @pytest.mark.parametrize("kernel", ["coalesced", "temporal", "streaming"])
