@@ -146,8 +146,8 @@ class ConcurrentBands:
                 self._batches.append(self._last[-1])
                 if len(self._batches) > 2:
                     self._batches.popleft().wait()
-        if stopwatch is not None:
-            stopwatch.record_ends(self._last[1:])
+        if stopwatch is not None:  # band 0's queue too: it need not be the stopwatch's
+            stopwatch.record_ends(self._last)
         return self._last[0]
 
     def refresh_stale(self) -> None:

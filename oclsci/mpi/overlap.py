@@ -23,8 +23,10 @@ which of its buffers travel (one level, or a stencil's u.prev and u), and a row'
 interior's solver may be bands of rows on queues of their own, apart from the device queue
 (:class:`~oclsci.mpi.concurrent.ConcurrentBands`): then the rows between it and the strips
 are read from and written into the bands that own them, in one launch on each edge band's
-queue after the strip's steps. That launch does not wait for MPI, so no band waits for
-another rank (nor for the other bands) at an exchange; the strips' next steps wait for it.
+queue. That launch waits on the device for the strip's steps only, not for the rows from
+other ranks, so the bands go on while the strips' next steps wait for those rows; the bands
+wait for MPI only where the host, which enqueues their next steps after the exchange, is
+late.
 """
 
 from __future__ import annotations
@@ -233,13 +235,40 @@ class OverlappedSlab:
                                               is_blocking=False,
                                               dst_offset=self._offset(index, first) * item))
         copies.flush()
-        # Rows between sub-slabs: one launch on the device queue, after this period's steps and
-        # after the received rows (other rows of the same buffers: OpenCL orders any two
-        # queues' changes to one buffer only through events). Rows between a strip and a
-        # solver on a queue of its own (an interior's band) go both ways in one launch on that
-        # queue, after the strip's steps (done early in the period) but not after the
-        # received rows: the band never waits for MPI, nor for other bands; the strips' next
-        # steps wait for that launch.
+        # Rows between the strips and the bands on queues of their own: on those queues, not
+        # after the received rows. These copies and the received rows' go into other rows of
+        # the strips' buffers from two queues at once: OpenCL leaves that to the
+        # implementation; on one device's memory NVIDIA's driver and PoCL gave bit-identical
+        # results, and the orderings that avoid it ran 2.4% and 12% slower on two H200s
+        # (docs/bench/h200x4-edge-copies-2026-11-28.md).
+        moves, edges = self._copy_edges()
+        # Rows between sub-slabs on the device queue, after this period's steps and after
+        # the received rows (other rows of the same buffers): one launch.
+        if writes or edges:
+            cl.enqueue_barrier(queue, wait_for=writes + edges)
+        self.row_copier.enqueue(queue, moves)
+        after = getattr(self.adapter, "after_exchange", None)
+        if after is not None:
+            for index in self.order:
+                after(self.solvers[index])
+        queue.flush()
+        # The interior's last launches: its bands' where it runs in bands.
+        last = self.order[-1]
+        interior = (self.banded[last].last_events() if last in self.banded
+                    else [self._last_events[last]] if last in self._last_events else [])
+        self._unsettled.append((interior, writes))
+        self._pending_writes = writes
+        self._last_events.clear()
+        self.exchanges += 1
+
+    def _copy_edges(self) -> tuple[list, list]:
+        """Enqueue the copies between a strip and a band of the interior on a queue of its
+        own: both ways in one launch on the band's queue, after the strip's steps (done by
+        now) and not after the rows received from other ranks, so that the band's next steps
+        wait for MPI only through the host (they are enqueued after this exchange), never on
+        the device. Return the copies left for the device queue's launch (between sub-slabs
+        on it) and the bands' copy events, which the strips' next steps wait for."""
+        levels, queue = self.level_count, self.compute.queue
         moves, apart = [], {}
         for source, dest, first, stop in self.local_copies:
             held = self.source_row(first)
@@ -249,13 +278,16 @@ class OverlappedSlab:
                        (stop - first) * self.row_stride)
                       for level in range(levels)
                       for buffer in self.adapter.levels(writer)[level][1]]
-            band = next(((solver, strip) for solver, strip in ((reader, dest), (writer, source))
-                         if solver.compute.queue is not queue), None)
-            if band is None:
+            sides = [(solver, other) for solver, other in ((reader, dest), (writer, source))
+                     if solver.compute.queue is not queue]
+            if not sides:
                 moves += ranges
                 continue
-            solver, strip = band
-            entry = apart.setdefault(id(solver.compute.queue), (solver.compute.queue, [], []))
+            if len(sides) == 2:  # neither queue would wait for the other's copy
+                raise ValueError(f"sub-slabs {source} and {dest} are both on queues other "
+                                 "than the device's: rows between them are not exchanged")
+            (band, strip), = sides
+            entry = apart.setdefault(id(band.compute.queue), (band.compute.queue, [], []))
             entry[1].extend(ranges)
             if strip in self._last_events:
                 entry[2].append(self._last_events[strip])
@@ -263,25 +295,11 @@ class OverlappedSlab:
         for key, (band_queue, ranges, strips_done) in apart.items():
             if key not in self._band_copiers:
                 self._band_copiers[key] = RowCopier(self.compute, self.dtype)
-            edges.append(self._band_copiers[key].enqueue(band_queue, ranges,
-                                                         wait_for=strips_done))
+            event = self._band_copiers[key].enqueue(band_queue, ranges, wait_for=strips_done)
             band_queue.flush()
-        before = writes + [event for event in edges if event is not None]
-        if before:
-            cl.enqueue_barrier(queue, wait_for=before)
-        self.row_copier.enqueue(queue, moves)
-        after = getattr(self.adapter, "after_exchange", None)
-        if after is not None:
-            for index in self.order:
-                after(self.solvers[index])
-        queue.flush()
-        # The interior's last launches: its bands' where it runs in bands.
-        interior = [self._last_events.get(self.order[-1])] + [
-            event for bands in self.banded.values() for event in bands.last_events()]
-        self._unsettled.append(([event for event in interior if event is not None], writes))
-        self._pending_writes = writes
-        self._last_events.clear()
-        self.exchanges += 1
+            if event is not None:
+                edges.append(event)
+        return moves, edges
 
     def _settle(self) -> None:
         """Account for the finished exchanges' copies to the device, and for the time the
@@ -296,7 +314,11 @@ class OverlappedSlab:
                 continue
             self._phases["host-to-device"] += sum(_duration(event) for event in writes)
             if writes and interior:
-                arrived = max(event.profile.end for event in writes)
+                # The interior's next steps wait for the received rows on the device; bands
+                # on queues of their own only for the host to enqueue them, after the rows
+                # came in (when it enqueued their copies to the device).
+                arrived = max(event.profile.queued if self.banded else event.profile.end
+                              for event in writes)
                 done = max(event.profile.end for event in interior)
                 self._exposed += max(0.0, (arrived - done) * 1e-9)
         self._unsettled = still
