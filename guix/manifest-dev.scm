@@ -26,6 +26,7 @@ left out~%" name)
 
 (specifications->manifest
  (append '("python-pytest"
+           "python-pytest-xdist"              ;pyproject.toml's addopts run workers
            "python-hypothesis"
            "python-jsonschema"
            "python-hatchling"

@@ -43,7 +43,7 @@ BASE_VARIANTS = {
 # Add-ons, combined with a base variant by repeating -m.
 ADD_ONS = {
     "manifest-mpi.scm": {"python-mpi4py"},  # + the openmpi it is built against
-    "manifest-dev.scm": {"python-pytest", "python-hypothesis"},
+    "manifest-dev.scm": {"python-pytest", "python-pytest-xdist", "python-hypothesis"},
 }
 # Packages that install an ICD in etc/OpenCL/vendors.
 ICD_PACKAGES = {"pocl", "rocm-opencl-runtime"}
