@@ -8,10 +8,11 @@ the slabs' ghost and fixed rows, so every owned cell goes through the same opera
 one device: results are bit-identical to one device, as with whole slabs. A "row" is a layer
 along the slowest axis (a plane of a 3-D stencil grid), as in :mod:`oclsci.mpi.slabs`.
 
-Per exchange period the device's queue runs the strips' steps, then the interior's. When the
-strips are done, their edge rows go to host memory on the device's copy queue (a window the
-node's ranks share, or page-locked memory for MPI between nodes: oclsci.mpi.transport), and
-the neighbours exchange them while the interior steps. The rows received go back on the copy
+Per exchange period the device's queue runs the strips' steps, then the interior's (an
+interior in bands runs beside them, on queues of its own: below). When the strips are done,
+their edge rows go to host memory on the device's copy queue (a window the node's ranks
+share, or page-locked memory for MPI between nodes: oclsci.mpi.transport), and the
+neighbours exchange them while the interior steps. The rows received go back on the copy
 queue, the rows between strips and interior are copied on the device after the interior's
 steps (all of them in one kernel launch: :mod:`oclsci.mpi.rowcopy`), and the strips' next
 steps wait, on the device, for both. The device waits only when an exchange takes longer than
@@ -239,8 +240,8 @@ class OverlappedSlab:
         # after the received rows. These copies and the received rows' go into other rows of
         # the strips' buffers from two queues at once: OpenCL leaves that to the
         # implementation; on one device's memory NVIDIA's driver and PoCL gave bit-identical
-        # results, and the orderings that avoid it ran 2.4% and 12% slower on two H200s
-        # (docs/bench/h200x4-edge-copies-2026-11-28.md).
+        # results, and the orderings that avoid it ran 2.4% and 13% slower on two H200s
+        # (16384^2: docs/bench/h200x4-edge-copies-2026-11-28.md).
         moves, edges = self._copy_edges()
         # Rows between sub-slabs on the device queue, after this period's steps and after
         # the received rows (other rows of the same buffers): one launch.
