@@ -29,22 +29,6 @@ from oclsci.runtime.selection import get_platforms
 
 REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout: tests/ is one level down
 CLI_TIMEOUT_S = 600  # a run that takes longer hangs: a failure, never a measurement
-# The files that take longest (minutes: the Oclgrind cases, the Slurm cluster's jobs), run
-# first: pytest-xdist hands whole files to its workers in collection order, and one of these
-# begun last would keep one worker busy long after the others are done.
-LONGEST_FILES = ("tools/test_oclgrind.py", "tools/test_slurm.py",
-                 "tools/test_oclgrind_profiles.py")
-
-
-def pytest_collection_modifyitems(items: list) -> None:
-    """Move the tests of :data:`LONGEST_FILES` to the front, in that order (the others keep
-    theirs)."""
-    def rank(item) -> int:
-        path = item.nodeid.split("::", 1)[0]
-        return next((index for index, name in enumerate(LONGEST_FILES)
-                     if path.endswith(name)), len(LONGEST_FILES))
-
-    items.sort(key=rank)
 
 
 def _device_specs() -> list[str]:
