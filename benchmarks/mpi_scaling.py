@@ -76,6 +76,7 @@ def measure(world: mpi.World, compute, shape, iterations: int, dtype, kernel: st
         "devices": world.comm.gather(f"{compute.spec} {compute.name}", root=0),
     }
     figures["gcells_per_s"] = shape[0] * shape[1] * iterations / figures["seconds"] / 1e9
+    job.close()
     del job
     gc.collect()  # free the device buffers before the next configuration
     return figures

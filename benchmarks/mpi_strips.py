@@ -64,6 +64,7 @@ def main() -> None:
                   f"{job.describe()}; exchange parts (s, largest on a rank) "
                   f"{ {k: round(v, 4) for k, v in phases.items()} }; a device waited "
                   f"{waited if waited is None else round(waited, 4)} s{same}", flush=True)
+        job.close()
         del job
 
 

@@ -206,6 +206,12 @@ class DistributedJacobi:
         """:func:`oclsci.jacobi.run` with this rank's halo (collective)."""
         return run(self.solver, iterations, halo=self.halo, **options)
 
+    def close(self) -> None:
+        """Free the shared memory of this rank's exchanges on its node (collective: every
+        rank, after its last run and gather). Without it that memory lasts until MPI
+        finalises, one window per solve: close each solve of a script that makes many."""
+        self.halo.close()
+
     def describe(self) -> str:
         """One line on the decomposition, for summaries."""
         sizes = sorted({slab.rows for slab in self.decomposition.slabs})

@@ -57,6 +57,9 @@ class Solve(Protocol):
     def gather(self) -> np.ndarray | None:
         """The whole current iterate on the root, None elsewhere (collective)."""
 
+    def close(self) -> None:
+        """Free what the layout's exchanges hold (collective), after the last gather."""
+
 
 class GridLayout(Protocol):
     """How the grid lies on the placement: whole on one device, or slabs over MPI ranks."""
@@ -84,6 +87,9 @@ class OneDeviceSolve:
     def gather(self) -> np.ndarray:
         """The current iterate."""
         return self.solver.read()
+
+    def close(self) -> None:
+        """One device: no exchanges to free."""
 
 
 class WholeGrid:
@@ -163,6 +169,7 @@ class JacobiRun:
         # finite), so only a run without one pays the host's pass over x.
         on_root(placement, lambda: None if math.isfinite(result.residual) else check_finite(x))
         result, distribution = self.layout.totals(result, solve)
+        solve.close()
         self.iteration = solve.solver.iteration
         if not placement.is_root:
             return None

@@ -335,6 +335,15 @@ class OverlappedSlab:
             bands.finish()
         self._settle()
 
+    def close(self) -> None:
+        """Wait for every copy, then free the node's shared memory that this rank's exchanges
+        use (collective over the node's ranks, after the last exchange; a later exchange
+        makes it again)."""
+        self.finish()
+        if self.transport is not None:
+            self.transport.close()
+            self.transport = None
+
     @property
     def phase_seconds(self) -> dict[str, float]:
         """Seconds per phase of all exchanges (copies timed on the device where profiling

@@ -245,6 +245,13 @@ class SlabHalo:
         return cl.enqueue_copy(solver.compute.queue, out, buffer, is_blocking=False,
                                src_offset=first * solver.row_stride * solver.dtype.itemsize)
 
+    def close(self) -> None:
+        """Free the node's shared memory that this rank's exchanges use (collective over the
+        node's ranks, after the last exchange; a later exchange makes it again)."""
+        if self.transport is not None:
+            self.transport.close()
+            self.transport = None
+
     def exchange(self, solver: Any) -> None:
         """Refresh this rank's ghost and fixed rows from the ranks that own them."""
         if not self.sends and not self.receives:

@@ -268,6 +268,11 @@ class DistributedStencil:
         """How periodic boundaries ran on rank 0, for the summary (None: a boundary value)."""
         return self.grid.describe() if self.grid is not None else None
 
+    def close(self) -> None:
+        """Free the shared memory of this rank's exchanges on its node (collective: every
+        rank, after its last steps and gather)."""
+        self.halo.close()
+
     def ready(self) -> None:
         """Wait for every rank to have its slab on its device (collective), so that the
         steps' times leave out the ranks' different start-up times."""

@@ -113,6 +113,10 @@ class WholeGrid:
     def describe(self) -> None:
         """No distribution."""
 
+    @staticmethod
+    def close() -> None:
+        """One device: no exchanges to free."""
+
     def boundary(self) -> str | None:
         """How periodic boundaries ran, for the summary (None: a boundary value)."""
         return self.halo.describe() if self.halo else None
@@ -243,6 +247,7 @@ class StencilRun:
         u, self.prev = grid.gather()
         on_root(placement, lambda: check_finite(u))
         distribution = grid.describe()
+        grid.close()
         if not placement.is_root:
             return None
         return StencilOutcome(compute, self.stencil, self.problem, u, self.started,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from mpi_launch import assert_ok, launch_env, mpi_missing, mpiexec_command, run_
 from signal_helpers import finish, wait_until_ranks_compute
 
 from oclsci.errors import InputError
+from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.mpi.transport import node_ranks_setting
 
 pytestmark = pytest.mark.mpi
@@ -90,3 +92,51 @@ def test_a_stop_on_split_nodes_checkpoints_and_resumes_bit_identical(rhs, tmp_pa
     assert_ok(run_oclsci(["jacobi", "--resume", checkpoint, *common, "-o", tmp_path / "p2.npy"],
                          ranks=2, extra_env={"OCLSCI_MPI_OVERLAP": "1"}))
     assert np.array_equal(np.load(tmp_path / "p2.npy"), np.load(tmp_path / "one.npy"))
+
+
+REPEATED_SOLVES = """
+import sys, numpy as np
+from oclsci import mpi
+from oclsci.jacobi.distributed import DistributedJacobi
+from oclsci.runtime.device import create_context
+world = mpi.mpi_world()
+compute = create_context(sys.argv[1])
+rhs = np.load(sys.argv[2])
+steps, out = int(sys.argv[3]), sys.argv[4]
+
+def shared_mappings():
+    with open("/proc/self/maps") as maps:
+        return sum(1 for line in maps if line.split()[1].endswith("s"))
+
+counts, results = [], []
+for _ in range(4):
+    job = DistributedJacobi(world, compute, rhs.shape, rhs if world.is_root else None,
+                            kernel="coalesced")
+    job.start(0)
+    job.run(steps)
+    results.append(job.gather())
+    job.close()
+    del job
+    counts.append(shared_mappings())
+assert counts[3] == counts[1], counts
+if world.is_root:
+    assert all(np.array_equal(x, results[0]) for x in results), "solves differ"
+    np.save(out, results[0])
+"""
+
+
+@pytest.mark.parametrize("overlap", ["1", "0"], ids=["overlapped", "slabs"])
+def test_closed_solves_leave_no_shared_memory_behind(rhs, tmp_path, overlap):
+    """A script's solves, each closed (DistributedJacobi.close): the node's shared memory
+    mapped by the exchanges stays the same from solve to solve (without close, MPI keeps each
+    solve's window until it finalises), and every solve equals one device."""
+    script = tmp_path / "solves.py"
+    script.write_text(REPEATED_SOLVES)
+    out = tmp_path / "p2.npy"
+    command = [*mpiexec_command(), "-n", "2", sys.executable, str(script), DEVICE, str(rhs),
+               "40", str(out)]
+    assert_ok(subprocess.run(command, env=launch_env({"OCLSCI_MPI_OVERLAP": overlap}),
+                             capture_output=True, text=True, timeout=180,
+                             stdin=subprocess.DEVNULL))
+    want = jacobi_numpy(np.load(rhs).astype(np.float32), 40)
+    assert np.array_equal(np.load(out), want)
