@@ -187,3 +187,12 @@ def any_compute():
     if not DEVICE_SPECS:
         pytest.skip("no OpenCL device: pip install 'oclsci[pocl]'")
     return create_context(DEVICE_SPECS[0])
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m "not slow" deselects
+def pytest_collection_modifyitems(items):
+    """Tests that start ranks under mpiexec (marked ``mpi``) are ``slow`` too: they stay out of
+    the everyday subset."""
+    for item in items:
+        if item.get_closest_marker("mpi") and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.slow)

@@ -377,6 +377,7 @@ def test_stencil_workload_is_benched_only_when_named():
     assert parse_workloads(["stencil"]) == ["stencil"]
 
 
+@pytest.mark.slow
 def test_stencil_gpu_script_runs_quick_anywhere(tmp_path):
     """benchmarks/gpu_stencil.py (run on an H200 by hand) with tiny grids, tuning included;
     CuPy's rows left out with a note where CuPy is missing."""

@@ -163,6 +163,7 @@ def test_timed_over_every_queue(any_compute):
         assert seconds == pytest.approx((max(ends) - stopwatch.first_event.profile.start) * 1e-9)
 
 
+@pytest.mark.slow
 def test_command_in_bands_checkpoints_and_resumes(tmp_path):
     rhs = np.random.default_rng(10).standard_normal((45, 19)).astype(np.float32)
     np.save(tmp_path / "b.npy", rhs)

@@ -104,6 +104,7 @@ def test_every_band_of_an_interior_has_a_queue_apart_from_the_strips(any_compute
     assert len({id(queue) for queue in queues}) == 3
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("kernel", ["coalesced", "temporal", "streaming"])
 def test_interior_in_bands_bit_identical(rhs, tmp_path, kernel):
     common = [rhs, "-n", STEPS, "--kernel", kernel, "--device", DEVICE]
@@ -124,6 +125,7 @@ def test_interior_in_bands_bit_identical(rhs, tmp_path, kernel):
 THIN = [(255, "streaming", "5", 28), (597, "temporal", "", 66)]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("rows,kernel,every,height", THIN)
 def test_bands_at_their_thinnest_bit_identical(tmp_path, rows, kernel, every, height):
     """Three ranks, three bands of the least height each interior allows: the rows that the
@@ -164,6 +166,7 @@ if world.is_root:
 """
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("steps", [21, 22])
 def test_residual_of_bands_reads_fresh_ghost_rows(rhs, tmp_path, steps):
     """The residual over banded interiors (``coalesced``: ghost rows for 2 steps, the odd
@@ -179,6 +182,7 @@ def test_residual_of_bands_reads_fresh_ghost_rows(rhs, tmp_path, steps):
     assert got == pytest.approx(want, rel=1e-6)
 
 
+@pytest.mark.mpi
 def test_interior_in_bands_tolerance_and_resume_with_other_bands(rhs, tmp_path):
     """--tol reads the bands' residuals (stale ghost rows refreshed first); a checkpoint of
     bands resumes on another count of ranks and bands."""
@@ -200,6 +204,7 @@ def test_interior_in_bands_tolerance_and_resume_with_other_bands(rhs, tmp_path):
     assert np.array_equal(np.load(tmp_path / "p2.npy"), np.load(tmp_path / "ref.npy"))
 
 
+@pytest.mark.mpi
 def test_a_stop_with_interiors_in_bands_checkpoints_and_resumes(rhs, tmp_path):
     """SIGTERM to one of 3 ranks whose interiors run in bands, split into two nodes: every
     rank stops (exit 75) after the checkpoint; resumed without bands it ends where one device
