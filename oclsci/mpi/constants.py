@@ -46,7 +46,10 @@ FASTEST = 1e15
 
 def ranks_per_node(world: World) -> int:
     """The most ranks that share a node (collective; ``OCLSCI_MPI_NODE_RANKS`` counted)."""
-    return int(world.comm.allreduce(node_comm(world).size, op=world.MPI.MAX))
+    node = node_comm(world)
+    size = node.size
+    node.Free()
+    return int(world.comm.allreduce(size, op=world.MPI.MAX))
 
 
 def constants_key(compute: Any, node_ranks: int) -> str:

@@ -191,7 +191,7 @@ class OverlappedSlab:
         sub-slabs on the device. Waits on the host only for the strips' rows."""
         copies, queue, levels = self.compute.copy_queue, self.compute.queue, self.level_count
         item = self.dtype.itemsize
-        if self.transport is None:
+        if self.transport is None or self.transport.closed:
             self.transport = RowTransport(
                 self.world, self.compute,
                 [(other, rows) for _ in range(levels) for other, _, _, rows in self.sends],
@@ -342,7 +342,6 @@ class OverlappedSlab:
         self.finish()
         if self.transport is not None:
             self.transport.close()
-            self.transport = None
 
     @property
     def phase_seconds(self) -> dict[str, float]:

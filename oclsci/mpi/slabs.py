@@ -250,7 +250,6 @@ class SlabHalo:
         node's ranks, after the last exchange; a later exchange makes it again)."""
         if self.transport is not None:
             self.transport.close()
-            self.transport = None
 
     def exchange(self, solver: Any) -> None:
         """Refresh this rank's ghost and fixed rows from the ranks that own them."""
@@ -263,7 +262,7 @@ class SlabHalo:
         receives = [(level, source, a, b) for level in levels
                     for source, a, b in self.receives]
         solver.compute.queue.finish()  # the steps before count as compute, not as exchange
-        if self.transport is None:
+        if self.transport is None or self.transport.closed:
             self.transport = RowTransport(
                 self.world, solver.compute, [(dest, b - a) for _, dest, a, b in sends],
                 [(source, b - a) for _, source, a, b in receives], levels[0].row_stride,

@@ -50,11 +50,13 @@ def node_ranks_setting(environ: Any = None) -> int | None:
 
 def node_comm(world: World, environ: Any = None) -> Any:
     """The ranks that share memory with this one (collective): MPI's shared-memory split,
-    cut into groups of ``OCLSCI_MPI_NODE_RANKS`` consecutive ranks when set."""
+    cut into groups of ``OCLSCI_MPI_NODE_RANKS`` consecutive ranks when set. A new
+    communicator: free it (``Free()``, collective) when done."""
     comm = world.comm.Split_type(world.MPI.COMM_TYPE_SHARED, key=world.rank)
     group = node_ranks_setting(environ)
     if group is not None:
-        comm = comm.Split(comm.rank // group, key=world.rank)
+        whole, comm = comm, comm.Split(comm.rank // group, key=world.rank)
+        whole.Free()
     return comm
 
 
@@ -80,7 +82,7 @@ class RowTransport:
         self.dtype = np.dtype(dtype)
         self.row_stride = int(row_stride)
         row_bytes = self.row_stride * self.dtype.itemsize
-        comm = node_comm(world, environ)
+        comm = self._comm = node_comm(world, environ)
         node = comm.allgather(world.rank)  # world ranks of this node, by node rank
         self.local_peers = sorted({other for other, _ in sends + receives if other in node})
         # Node-local transfers need one in the other direction (see the module's docstring).
@@ -137,6 +139,7 @@ class RowTransport:
             k = seen[other] = seen.get(other, -1) + 1
             self.receives.append((other, True, slots(self._parts[other], mine[k], rows)))
         self._notices = [np.zeros(1, np.int64) for _ in self.receives]
+        self._closed_route: str | None = None  # what describe() said, once closed
         self._parity = 1
         self._receiving: list[Any] = []
         self._sending: list[Any] = []
@@ -177,16 +180,28 @@ class RowTransport:
         self._sending = []
 
     def close(self) -> None:
-        """Free the shared window (collective over the node's ranks; the rows and buffers
-        over it must no longer be used)."""
+        """Free the shared window and the node's communicator (collective over the node's
+        ranks; the rows and buffers over the window must no longer be used). Once only:
+        later calls do nothing."""
+        if self.closed:
+            return
         self.complete()
+        self._closed_route = self.describe()
         self._pinned.clear()
         self._parts.clear()
         self.sends, self.receives = [], []
         self._window.Free()
+        self._comm.Free()
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed_route is not None
 
     def describe(self) -> str:
-        """How this rank's rows travel, for summaries."""
+        """How this rank's rows travel, for summaries (closed: as they travelled)."""
+        if self._closed_route is not None:
+            return self._closed_route
         local = any(local for _, local, _ in self.sends + self.receives)
         remote = any(not local for _, local, _ in self.sends + self.receives)
         if local and remote:

@@ -19,8 +19,6 @@ from oclsci.errors import InputError
 from oclsci.jacobi.reference import jacobi_numpy
 from oclsci.mpi.transport import node_ranks_setting
 
-pytestmark = pytest.mark.mpi
-
 DEVICE = DEVICE_SPECS[0] if DEVICE_SPECS else None
 STEPS = 101  # 12 exchanges at a period of 8: both slots of every transfer reused, then a rest
 
@@ -52,6 +50,7 @@ ROUTES = [
 ]
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("overlap", ["1", "0"], ids=["overlapped", "slabs"])
 @pytest.mark.parametrize("ranks,node_ranks,route", ROUTES,
                          ids=[f"p{p}-node{n or 'all'}" for p, n, _ in ROUTES])
@@ -68,6 +67,7 @@ def test_bit_identical_through_shared_memory_and_mpi(rhs, tmp_path, ranks, node_
     assert f"{rank0} on rank 0)" in result.stdout, result.stdout
 
 
+@pytest.mark.mpi
 def test_a_stop_on_split_nodes_checkpoints_and_resumes_bit_identical(rhs, tmp_path):
     """SIGTERM to one rank of a 3-rank run cut into two nodes: every rank stops at one step
     after the checkpoint (exit 75); resumed on 2 ranks of one node it ends where one device
@@ -104,14 +104,16 @@ compute = create_context(sys.argv[1])
 rhs = np.load(sys.argv[2])
 steps, out = int(sys.argv[3]), sys.argv[4]
 
-def shared_mappings():
+def shared_mappings():  # MPI's shared windows are files of /dev/shm, mapped shared
     with open("/proc/self/maps") as maps:
-        return sum(1 for line in maps if line.split()[1].endswith("s"))
+        return sum(1 for line in maps
+                   if line.split()[1].endswith("s") and "/dev/shm/" in line)
 
 counts, results = [], []
 for _ in range(4):
     job = DistributedJacobi(world, compute, rhs.shape, rhs if world.is_root else None,
                             kernel="coalesced")
+    assert job.overlapped == (sys.argv[5] == "1"), job.describe()
     job.start(0)
     job.run(steps)
     results.append(job.gather())
@@ -125,6 +127,7 @@ if world.is_root:
 """
 
 
+@pytest.mark.mpi
 @pytest.mark.parametrize("overlap", ["1", "0"], ids=["overlapped", "slabs"])
 def test_closed_solves_leave_no_shared_memory_behind(rhs, tmp_path, overlap):
     """A script's solves, each closed (DistributedJacobi.close): the node's shared memory
@@ -134,9 +137,42 @@ def test_closed_solves_leave_no_shared_memory_behind(rhs, tmp_path, overlap):
     script.write_text(REPEATED_SOLVES)
     out = tmp_path / "p2.npy"
     command = [*mpiexec_command(), "-n", "2", sys.executable, str(script), DEVICE, str(rhs),
-               "40", str(out)]
+               "40", str(out), overlap]
     assert_ok(subprocess.run(command, env=launch_env({"OCLSCI_MPI_OVERLAP": overlap}),
                              capture_output=True, text=True, timeout=180,
                              stdin=subprocess.DEVNULL))
     want = jacobi_numpy(np.load(rhs).astype(np.float32), 40)
     assert np.array_equal(np.load(out), want)
+
+
+TRANSPORTS = """
+import sys, numpy as np
+from oclsci import mpi
+from oclsci.mpi.transport import RowTransport
+from oclsci.runtime.device import create_context
+world = mpi.mpi_world()
+compute = create_context(sys.argv[1])
+other = 1 - world.rank
+for i in range(int(sys.argv[2])):
+    transport = RowTransport(world, compute, [(other, 2)], [(other, 2)], 8, np.float32)
+    transport.begin()
+    transport.outbox(0)[...] = i
+    transport.send()
+    transport.wait_receives()
+    assert (transport.inbox(0) == i).all(), (i, transport.inbox(0))
+    transport.close()
+    assert transport.closed and transport.describe().startswith("rows through")
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("node_ranks", ["", "2"], ids=["node", "cut"])
+def test_more_transports_than_mpi_has_communicators(rhs, tmp_path, node_ranks):
+    """2100 transports made, used and closed in turn (MPICH has 2048 communicator ids): each
+    close frees its node communicator (and the cut's split frees the whole node's)."""
+    script = tmp_path / "transports.py"
+    script.write_text(TRANSPORTS)
+    command = [*mpiexec_command(), "-n", "2", sys.executable, str(script), DEVICE, "2100"]
+    assert_ok(subprocess.run(command, env=launch_env({"OCLSCI_MPI_NODE_RANKS": node_ranks}),
+                             capture_output=True, text=True, timeout=300,
+                             stdin=subprocess.DEVNULL))
