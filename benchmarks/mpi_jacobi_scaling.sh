@@ -55,7 +55,7 @@ jacobi=(python3 -m oclsci jacobi)
 mpi=("${launcher[@]}" -n "$P" python3 -m oclsci jacobi)
 # Untimed: on a fresh machine the first run was slower (one H200: 150.0 against 142.7 us per
 # step in the next run), which would flatter every efficiency below.
-"${jacobi[@]}" "$dir/b16k.npy" -n 200 -q -o "$dir/warm.npy" > /dev/null 2>&1
+"${jacobi[@]}" "$dir/b16k.npy" -n 200 -q
 run "${jacobi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/one.npy"
 run "${mpi[@]}" "$dir/b16k.npy" -n "$N" -o "$dir/strong.npy"
 same "strong, overlapped" "$dir/one.npy" "$dir/strong.npy"

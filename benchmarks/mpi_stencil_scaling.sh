@@ -57,7 +57,7 @@ options=(--param k=0.1 -n "$N" --kernel auto)
 stencil=(python3 -m oclsci stencil "$heat")
 mpi=("${launcher[@]}" -n "$P" python3 -m oclsci stencil "$heat")
 # Untimed, as in mpi_jacobi_scaling.sh: a fresh machine's first run is slower.
-"${stencil[@]}" "$dir/cube.npy" --param k=0.1 -n 30 -q -o "$dir/warm.npy" > /dev/null 2>&1
+"${stencil[@]}" "$dir/cube.npy" --param k=0.1 -n 30 -q -o "$dir/warm.npy"
 run one "${stencil[@]}" "$dir/cube.npy" "${options[@]}" -o "$dir/one.npy"
 run strong "${mpi[@]}" "$dir/cube.npy" "${options[@]}" -o "$dir/strong.npy"
 same "strong, overlapped" "$dir/one.npy" "$dir/strong.npy"

@@ -8,7 +8,8 @@ A line per configuration (``auto`` when none is given): the tag, us per step (be
 repeats, each a fresh solver after a warm-up that builds every launch), G cell updates/s,
 the first 12 hex digits of the result's SHA-1 (equal digests: equal bits), the configuration
 and ptxas's report (``-cl-nv-verbose``). To compare two versions of a template, run the
-script once from each checkout with the same configurations and ``--tag``s apart.
+script from each checkout with that checkout first on the path (``PYTHONPATH=.``), the same
+configurations and ``--tag``s apart.
 ``--size 24 --steps 12 --repeats 1`` checks it on a CPU.
 """
 
