@@ -17,7 +17,7 @@ import numpy as np
 
 from oclsci.errors import Interrupted
 from oclsci.jacobi.job import Problem, Start, stop_error
-from oclsci.jacobi.overlap import OverlappedJacobi
+from oclsci.jacobi.overlap import OverlappedJacobi, rows_written
 from oclsci.jacobi.runner import JacobiResult, run
 from oclsci.jacobi.solver import JacobiSolver, choose_fitting_config
 from oclsci.kernelspec.registry import cache_key
@@ -242,8 +242,8 @@ def strip_us(compute: Any, config: Any, dtype: Any, n: int, period: int) -> floa
     where one launch makes the period (as :class:`~oclsci.jacobi.overlap.JacobiPieces` does)."""
     def make_solver() -> JacobiSolver:
         return JacobiSolver(compute, np.zeros((3 * period + 1, n), dtype), dtype=dtype,
-                            config=config, rows_read=(period, 2 * period + 1)
-                            if config.steps_per_launch == period else None)
+                            config=config,
+                            rows_read=rows_written(config, period, (period, 2 * period + 1)))
     return strip_step_us(compute, make_solver, period)
 
 

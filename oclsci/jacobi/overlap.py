@@ -19,6 +19,13 @@ from oclsci.mpi.slabs import Decomposition, Slab
 from oclsci.mpi.world import World
 
 
+def rows_written(config: Any, period: int, owned: tuple[int, int]) -> tuple[int, int] | None:
+    """The rows a sub-slab's full launches of ``config`` need to write (JacobiSolver's
+    ``rows_read``): its ``owned`` rows where one launch makes the ``period`` (the exchange
+    after each launch refreshes the others), else None (every row)."""
+    return owned if config.steps_per_launch == period else None
+
+
 class JacobiPieces:
     """How a Jacobi slab's sub-slabs are made (:class:`oclsci.mpi.overlap.Pieces`): each a
     solver of its rows of ``rhs_rows`` and ``x0_rows`` (the slab's rows ``lo..hi-1``, or
@@ -61,8 +68,8 @@ class JacobiPieces:
         return JacobiSolver(self.compute, self.rhs_rows[rows],
                             x0=None if self.x0_rows is None else self.x0_rows[rows],
                             dtype=self.dtype, config=config,
-                            rows_read=(owned.start, owned.stop)
-                            if config.steps_per_launch == self.period else None)
+                            rows_read=rows_written(config, self.period,
+                                                   (owned.start, owned.stop)))
 
     @staticmethod
     def levels(solver: JacobiSolver) -> list[tuple[Any, list[Any]]]:
