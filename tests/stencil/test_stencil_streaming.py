@@ -176,6 +176,7 @@ def test_auto_takes_streaming_for_the_stencils_it_takes():
         == "tiled"
     box = "u + 0.1 * (u[-1, -1] + u[1, 1] - 2 * u)"
     assert auto_kernel(GPU, _geometry(box)) == "tiled"
+    assert auto_kernel(GPU, _geometry("u * 0.5")) != "streaming"  # reads no neighbour
     assert auto_kernel(GPU, _geometry("u + 0.1 * (u[0, 0, 1] - u)", (512, 512, 512))) \
         == "column"
     assert auto_kernel(GPU, _geometry("u + 0.1 * (u[0, 1, 1] - u)", (512, 512, 512))) \
@@ -201,6 +202,9 @@ def test_defaults_are_jacobi_s():
     ("u + 0.1 * (u[1, 1] - u)", {}, (6, 7), "reads u[1, 1]"),
     ("u + c[0, 1]", {"fields": ["c"]}, (6, 7), "reads fields at the cell only"),
     ("2 * u - u.prev", {}, (6, 7), "does not take u.prev"),
+    # Radius 0: the kernel's layout has one boundary cell around the grid, the stencil's none.
+    ("u * 0.5", {}, (6, 7), "radius 1 only"),
+    ("u + b", {"fields": ["b"]}, (6, 7), "radius 1 only"),
 ])
 def test_other_stencils_are_refused_in_one_line(compute, text, options, shape, why):
     stencil = Stencil(text, **options)

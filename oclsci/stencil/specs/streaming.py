@@ -32,14 +32,18 @@ FIVE_POINTS = {(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)}
 
 
 def handles(geo: Geometry) -> str | None:
-    """A 2-D stencil reading u at the cell and its four neighbours at most, fields at the
-    cell only, no u.prev; None when it is one, else what is not."""
+    """A 2-D stencil reading u at the cell and its four neighbours at most (one of them at
+    least: radius 1), fields at the cell only, no u.prev; None when it is one, else what is
+    not."""
     if geo.dims != 2:
         return f"takes 2-D stencils only, this one is {geo.dims}-D"
     if geo.uses_prev:
         return "does not take u.prev"
     if not geo.reads:
         return "takes 2-D five-point stencils only (this stencil's reads are not known)"
+    if geo.radius == 0:
+        # Jacobi's layout: one row and column of boundary cells around the grid.
+        return "takes stencils of radius 1 only, this one reads no neighbour (radius 0)"
     for source, offset in sorted(geo.reads):
         if source == UPDATED and offset not in FIVE_POINTS:
             return (f"takes radius-1 star (five-point) stencils only, this one reads "
