@@ -23,6 +23,15 @@ DTYPES = (np.float32, np.float64)
 MAX_STEPS = 2**53
 
 
+def native_float_dtype(dtype: Any) -> np.dtype | None:
+    """``dtype`` as this machine's float32 or float64 when it is either, in any byte order
+    (a big-endian ``.npy`` file's ``>f8`` is float64); None for any other type."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f" and dtype.itemsize in (4, 8):
+        return dtype.newbyteorder("=")
+    return None
+
+
 def validate_grid(values: Any, what: str, check_finite: bool = True) -> np.ndarray:
     """``values`` as a 2-D array of finite numbers, or a typed error naming ``what``.
     ``check_finite=False`` leaves out the pass over the values (for a caller that made it).

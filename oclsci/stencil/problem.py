@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from oclsci.arrays import check_dtype, check_fits, check_steps, extremes_finite
+from oclsci.arrays import check_dtype, check_fits, check_steps, extremes_finite, native_float_dtype
 from oclsci.errors import ArgumentTypeError, InvalidArgumentError
 from oclsci.stencil.language import Expression
 
@@ -81,9 +81,11 @@ def check_grid(values: Any, what: str, dims: int | None) -> np.ndarray:
 
 
 def default_dtype(u0: Any) -> np.dtype:
-    """The dtype a run takes when none is given: u0's if float32 or float64, else float32."""
+    """The dtype a run takes when none is given: u0's if float32 or float64 (in either byte
+    order), else float32."""
     dtype = getattr(u0, "dtype", None)
-    return np.dtype(dtype) if dtype in (np.float32, np.float64) else np.dtype(np.float32)
+    native = native_float_dtype(dtype) if dtype is not None else None
+    return native if native is not None else np.dtype(np.float32)
 
 
 @dataclass(frozen=True)

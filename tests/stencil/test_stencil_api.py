@@ -80,6 +80,13 @@ def test_dtype_follows_u0_when_float(any_compute):
     assert stencil.reference(np.ones((2, 3), np.float64), 1).dtype == np.float64
     assert stencil.reference(np.ones((2, 3), np.int64), 1).dtype == np.float32
     assert stencil.run(np.ones((2, 3)), 0, device=any_compute).dtype == np.float64
+    # Either byte order: a big-endian file's float64 stays float64, with the same bits.
+    u0 = np.random.default_rng(7).random((5, 6))
+    swapped = u0.astype(">f8" if np.little_endian else "<f8")
+    got = stencil.run(swapped, 3, device=any_compute)
+    assert got.dtype == np.float64
+    assert np.array_equal(got, stencil.run(u0, 3, device=any_compute))
+    assert stencil.reference(swapped, 1).dtype == np.float64
 
 
 def test_progress_reaches_the_end(any_compute):
