@@ -32,6 +32,20 @@ def native_float_dtype(dtype: Any) -> np.dtype | None:
     return None
 
 
+def same_bits(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` hold the same values bit for bit: same shape and type, and
+    floating-point values equal as bits (-0.0 is not 0.0, which changes later results' signs;
+    a NaN equals the same NaN)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind not in "fc":
+        return bool(np.array_equal(a, b))
+    bits = np.dtype(f"u{a.dtype.itemsize // (2 if a.dtype.kind == 'c' else 1)}")
+    return bool(np.array_equal(np.ascontiguousarray(a).view(bits),
+                               np.ascontiguousarray(b).view(bits)))
+
+
 def validate_grid(values: Any, what: str, check_finite: bool = True) -> np.ndarray:
     """``values`` as a 2-D array of finite numbers, or a typed error naming ``what``.
     ``check_finite=False`` leaves out the pass over the values (for a caller that made it).

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from oclsci.arrays import MAX_STEPS, check_fits
+from oclsci.arrays import MAX_STEPS, check_fits, same_bits
 from oclsci.errors import InputError, Interrupted
 from oclsci.io import check_distinct_outputs, check_inputs_kept, check_output_path, read_array
 from oclsci.jacobi import kernels
@@ -70,7 +70,7 @@ def load_problem(input_path: str | None, resume: str | None) -> Problem:
         state = load_checkpoint(resume)
         if input_path is not None:
             rhs = read_array(input_path)
-            if rhs.shape != state.rhs.shape or not np.array_equal(
+            if rhs.shape != state.rhs.shape or not same_bits(
                     rhs.astype(state.rhs.dtype), state.rhs):
                 raise InputError(f"checkpoint {resume} was made for another input than "
                                  f"{input_path}")

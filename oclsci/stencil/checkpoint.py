@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from oclsci.arrays import same_bits
 from oclsci.checkpoints import load_arrays, save_arrays, saved_dtype
 from oclsci.errors import InputError
 from oclsci.stencil.problem import Problem
@@ -124,19 +125,20 @@ def resumed_problem(path: str, state: StencilCheckpoint, expression: str, build:
     problem = build(state.u, {**state.fields, **given_fields}, state.prev, saved)
     if (state.prev is None) == problem.expression.uses_prev:
         refuse("a stencil " + ("without" if state.prev is None else "with") + " u.prev")
+    dtype = problem.dtype
     if set(state.params) != set(problem.params) or any(
-            not np.array_equal(state.params[name], value)
+            not same_bits(np.asarray(state.params[name], dtype), np.asarray(value, dtype))
             for name, value in problem.params.items()):
         refuse("other parameters: " + (", ".join(f"{name}={value}" for name, value
                                                  in state.params.items()) or "none"))
     if state.periodic != problem.periodic:
         refuse("periodic boundaries" if state.periodic else "a boundary value")
-    if not np.array_equal(state.boundary, problem.boundary):
+    if not same_bits(np.asarray(state.boundary, dtype), np.asarray(problem.boundary, dtype)):
         refuse(f"the boundary value {state.boundary}")
     if set(state.fields) != set(problem.fields):
         refuse(f"the fields {', '.join(sorted(state.fields)) or '(none)'}")
     for name in given_fields:
-        if not np.array_equal(problem.fields[name], state.fields[name]):
+        if not same_bits(problem.fields[name], state.fields[name]):
             refuse(f"another field {name}")
     if state.step > problem.steps:
         raise InputError(f"checkpoint {path} is at step {state.step}, past --steps "

@@ -81,3 +81,20 @@ def test_checkpoint_options_are_checked_first(run, invoke_cli, tmp_path):
     assert code == InputError.exit_code and "--checkpoint-every 2 needs --checkpoint" in err
     code, _, err = invoke_cli("stencil", "u", "-n", 3, "-o", tmp_path / "x.npy")
     assert code == InputError.exit_code and "INPUT.npy is needed" in err
+
+
+def test_a_resume_with_a_zero_of_the_other_sign_is_refused(tmp_path, invoke_cli):
+    """-0.0 equals 0.0 yet gives other bits (the sign of a zero result): a resume must name
+    the checkpoint's parameters and boundary value bit for bit."""
+    np.save(tmp_path / "z.npy", np.zeros((4, 5), np.float32))
+    common = ("stencil", "u[1, 0] + k", "--device", DEVICE_SPECS[0], "-q")
+    checkpoint = tmp_path / "c.npz"
+    assert invoke_cli(*common, tmp_path / "z.npy", "--param", "k=0", "-n", 2,
+                      "-o", tmp_path / "a.npy", "--checkpoint", checkpoint)[0] == 0
+    for extra, words in ((("--param", "k=-0.0"), "was made for other parameters: k=0.0"),
+                         (("--param", "k=0", "--boundary", "-0.0"),
+                          "was made for the boundary value 0.0")):
+        code, _, err = invoke_cli(*common, *extra, "-n", 4, "--resume", checkpoint,
+                                  "-o", tmp_path / "r.npy")
+        assert code == InputError.exit_code and words in err, err
+        assert not (tmp_path / "r.npy").exists()
