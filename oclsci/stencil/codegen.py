@@ -1,8 +1,10 @@
 """From a parsed stencil to the OpenCL C the templates of ``kernels/stencil/`` take.
 
-The update becomes one C expression with every operation parenthesised as the tree has it
-(left operand, operator, right operand), so that the device does exactly the operations of the
-NumPy reference in the same order; the templates turn off contraction into FMA
+The update becomes one C expression that C groups as the tree does (left operand, operator,
+right operand): parentheses where C's precedence and left-to-right grouping would group it
+otherwise, none elsewhere (a sum of 729 points nests no parentheses; OpenCL C compilers take
+256 levels at most). So the device does exactly the operations of the NumPy reference in the
+same order; the templates turn off contraction into FMA
 (``#pragma OPENCL FP_CONTRACT OFF``). Numbers are written as hexadecimal floating constants of
 the value already rounded to the field's dtype (exact, whatever the compiler's own decimal
 rounding); parameters are kernel arguments of the field's type, rounded on the host.
@@ -68,25 +70,50 @@ def load_code(load: Load, dims: int) -> str:
     return f"{buffer_name(load.source)}[{offset_code(load.offset, dims)}]"
 
 
+# C's binding strength of the update's operations (unary minus and operands bind tightest).
+PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+UNARY = 3
+
+
 def expression_code(node: Node, dtype: np.dtype, load: Callable[[Load], str]) -> str:
-    """``node`` as one C expression; ``load`` writes each read (templates that keep cells in
-    registers or local memory give their own)."""
+    """``node`` as one C expression that C groups as the tree does; ``load`` writes each
+    read (templates that keep cells in registers or local memory give their own)."""
+    return _code(node, dtype, load)[0]
+
+
+def _code(node: Node, dtype: np.dtype, load: Callable[[Load], str]) -> tuple[str, int]:
+    """(C text, binding strength) of ``node``. An operand is parenthesised where it binds
+    less tightly than its operator, and on the right where it binds as tightly (C groups
+    a - b - c as (a - b) - c, so a - (b - c) needs them)."""
     if isinstance(node, Load):
-        return load(node)
+        return load(node), UNARY
     if isinstance(node, Param):
-        return f"p_{node.name}"
+        return f"p_{node.name}", UNARY
     if isinstance(node, Literal):
-        return c_literal(literal_value(node, dtype), dtype)
+        return c_literal(literal_value(node, dtype), dtype), UNARY
     if isinstance(node, Negate):
-        return f"(-{expression_code(node.operand, dtype, load)})"
-    left = expression_code(node.left, dtype, load)
-    right = expression_code(node.right, dtype, load)
-    return f"({left} {node.op} {right})"
+        text, strength = _code(node.operand, dtype, load)
+        if strength < UNARY:
+            text = f"({text})"
+        return ("- " if text.startswith("-") else "-") + text, UNARY  # never "--"
+    strength = PRECEDENCE[node.op]
+    left, left_strength = _code(node.left, dtype, load)
+    right, right_strength = _code(node.right, dtype, load)
+    if left_strength < strength:
+        left = f"({left})"
+    if right_strength <= strength:
+        right = f"({right})"
+    return f"{left} {node.op} {right}", strength
 
 
 def comment_text(expression: Expression) -> str:
-    """The stencil as written, safe inside a C comment."""
-    return expression.text.replace("*/", "* /").replace("\n", " ")
+    """The stencil as written, safe on one line of a C comment: its whitespace (new lines
+    included) as single spaces, no backslash (it would join the next line to the comment),
+    no ``??`` (a trigraph's start), no ``*/``."""
+    text = " ".join(expression.text.split()).replace("\\", "/").replace("*/", "* /")
+    while "??" in text:
+        text = text.replace("??", "? ?")
+    return text
 
 
 def macro_load(load: Load, dims: int) -> str:

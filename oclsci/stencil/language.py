@@ -29,6 +29,11 @@ UPDATED = "u"  # the updated field's name
 PREVIOUS = "u.prev"  # the previous time level, as a source of loads
 OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 ALLOWED = "only u, u[offsets], u.prev, fields, parameters, numbers, + - * / and parentheses"
+# Operations nested in one another at most (a sum of N terms nests N - 1): room for a 3-D box
+# of radius 4 (729 points) with a coefficient per point, and for every walk over the tree
+# (parser, NumPy reference, code generator: one Python call per level) within Python's
+# recursion limit.
+MAX_DEPTH = 800
 
 
 class StencilSyntaxError(InputError):
@@ -120,6 +125,18 @@ def loads(node: Node) -> Iterable[Load]:
         yield from loads(node.right)
 
 
+def _operation_depth(tree: ast.AST) -> int:
+    """How deep the tree's operations (binary and unary) nest, walked without recursion."""
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
+            depth += 1
+            deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 def _refuse(text: str, node: ast.AST, what: str) -> StencilSyntaxError:
     where = ast.get_source_segment(text, node) or type(node).__name__
     return StencilSyntaxError(f"stencil {text!r}: {where!r} refused: {what}")
@@ -137,6 +154,8 @@ class _Parser:
     def parse(self) -> Node:
         try:
             tree = ast.parse(self.text.strip(), mode="eval")
+        except (RecursionError, MemoryError):
+            raise self.too_deep() from None
         except SyntaxError as error:
             text = self.text.strip()
             where = (f"at column {error.offset}" if error.offset and error.offset <= len(text)
@@ -144,7 +163,16 @@ class _Parser:
             raise StencilSyntaxError(f"stencil {self.text!r} is not an expression: "
                                      f"{error.msg} {where}") from None
         self.text = self.text.strip()
+        if _operation_depth(tree.body) > MAX_DEPTH:
+            raise self.too_deep()
         return self.node(tree.body)
+
+    def too_deep(self) -> StencilSyntaxError:
+        text = self.text.strip()
+        shown = text if len(text) <= 60 else f"{text[:40]} ... ({len(text)} characters)"
+        return StencilSyntaxError(f"stencil {shown!r} nests operations more than {MAX_DEPTH} "
+                                  "deep (a sum of more than that many terms); split it with "
+                                  "parentheses, e.g. (a + b + c) + (d + e + f)")
 
     def node(self, node: ast.AST) -> Node:
         if isinstance(node, ast.BinOp):

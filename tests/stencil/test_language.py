@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from oclsci.errors import InputError
-from oclsci.stencil.language import StencilSyntaxError, parse
+from oclsci.stencil.language import MAX_DEPTH, StencilSyntaxError, parse
 
 
 @pytest.mark.parametrize(("text", "dims", "radius", "shape", "points"), [
@@ -75,6 +75,21 @@ def test_refusals_are_one_line(text, fragment):
 def test_bad_names_are_refused(params, fields, fragment):
     with pytest.raises(StencilSyntaxError, match=fragment):
         parse("u", params=params, fields=fields)
+
+
+@pytest.mark.parametrize("terms", [MAX_DEPTH + 2, 3000, 200_000])
+def test_expressions_nested_too_deep_are_refused_in_one_short_line(terms):
+    text = " + ".join(["u"] * terms)
+    with pytest.raises(StencilSyntaxError) as caught:
+        parse(text)
+    message = str(caught.value)
+    assert f"nests operations more than {MAX_DEPTH} deep" in message, message
+    assert "\n" not in message and len(message) < 300, message
+
+
+def test_the_deepest_allowed_expression_parses():
+    assert parse(" + ".join(["u[1, 0]"] * (MAX_DEPTH + 1))).radius == 1
+    assert parse("-" * MAX_DEPTH + "u").radius == 0
 
 
 def test_non_string_is_refused():
