@@ -29,7 +29,12 @@ import click
 from oclsci import __version__, distributed_commands, workload_commands
 from oclsci.errors import KernelBuildError, OclsciError, OclsciWarning, first_line
 from oclsci.runtime import wants_mpi
-from oclsci.runtime.signals import EXIT_SIGNAL_BASE, SignalExit, install_exit_handlers
+from oclsci.runtime.signals import (
+    EXIT_SIGNAL_BASE,
+    SignalExit,
+    deferred_exit,
+    install_exit_handlers,
+)
 
 # Command name -> module defining a click command of the same name.
 # The tools, then every workload's commands (oclsci.WORKLOADS).
@@ -53,7 +58,8 @@ class LazyGroup(click.Group):
         module_name = COMMANDS.get(cmd_name)
         if module_name is None or importlib.util.find_spec(module_name) is None:
             return None
-        module = importlib.import_module(module_name)
+        with deferred_exit():  # PyOpenCL's set-up aborts on an exception raised inside it
+            module = importlib.import_module(module_name)
         return getattr(module, cmd_name.replace("-", "_") + "_command")
 
 

@@ -3,7 +3,12 @@
 Three regimes, whatever the terminal:
 
 - Outside a computation (reading inputs, start-up) a signal raises :class:`SignalExit` in the
-  main thread at once, and the CLI exits with 128 + the signal's number.
+  main thread at once, and the CLI exits with 128 + the signal's number. Where an exception
+  raised there would be lost (Python drops one raised in a weakref callback, C code may clear
+  it), the taken signal is remembered and acted on when the next computation starts
+  (:func:`raise_pending_exit`); while the CLI imports a command's modules it is only
+  remembered (:func:`deferred_exit`: an exception inside a C extension's set-up can abort
+  the process).
 - During a computation (``with StopFlag() as stop:``) the stop signals are blocked in the main
   thread and collected by polling ``stop()`` at the host's synchronisation points (see
   :mod:`oclsci.runtime.launch`). Threads that OpenCL drivers start inside the block inherit
@@ -96,6 +101,10 @@ _INHERITED_IGNORED: set[int] = set()
 _OURS: dict[int, Any] = {}
 # StopFlags in use, innermost last.
 _ACTIVE: list[StopFlag] = []
+# The stop signal taken outside a computation (its SignalExit raised, or deferred), until
+# the process ends; and how many deferred_exit blocks are open.
+_EXIT_TAKEN: int | None = None
+_DEFERRING = 0
 
 
 def honoured_signals() -> tuple[int, ...]:
@@ -111,8 +120,35 @@ def ignore_stop_signals() -> None:
 
 
 def _raise_signal_exit(signum: int, frame: object) -> None:
+    global _EXIT_TAKEN
     ignore_stop_signals()
-    raise SignalExit(signum)
+    if _EXIT_TAKEN is None:
+        _EXIT_TAKEN = signum
+    if not _DEFERRING:
+        raise SignalExit(signum)
+
+
+def raise_pending_exit() -> None:
+    """Raise :class:`SignalExit` for a stop signal taken outside a computation, if one was:
+    its exception may have been lost (raised where Python or a C library drops exceptions),
+    and the stop signals are ignored since. Called where work starts, in normal flow."""
+    if _EXIT_TAKEN is not None:
+        raise SignalExit(_EXIT_TAKEN)
+
+
+@contextlib.contextmanager
+def deferred_exit() -> Iterator[None]:
+    """Remember a stop signal taken while the block runs, and raise its
+    :class:`SignalExit` when the block ends: around imports of C extensions (an exception
+    raised inside nanobind's set-up of PyOpenCL aborts the process)."""
+    global _DEFERRING
+    _DEFERRING += 1
+    try:
+        yield
+    finally:
+        _DEFERRING -= 1
+    if not _DEFERRING:
+        raise_pending_exit()
 
 
 def _install(signum: int, handler: Any) -> Any:
@@ -129,8 +165,9 @@ def install_exit_handlers() -> None:
     delivers every stop signal to the main thread, even while a :class:`StopFlag` blocks
     them there (they then wait for its poll).
     """
-    global _ENDS_AFTER_WORK
+    global _ENDS_AFTER_WORK, _EXIT_TAKEN
     _ENDS_AFTER_WORK = True
+    _EXIT_TAKEN = None
     for signum in KEEPS_INHERITED_IGNORE:
         if signum not in _OURS and signal.getsignal(signum) == signal.SIG_IGN:
             _INHERITED_IGNORED.add(signum)
@@ -208,8 +245,10 @@ class StopFlag:
     block ends, which then warns that it came (the outputs are written first).
     """
 
-    def __init__(self, raising: bool = False, peers: Peers | None = None) -> None:
+    def __init__(self, raising: bool = False, peers: Peers | None = None,
+                 holding: bool = False) -> None:
         self.raising = raising
+        self.holding = holding  # held(): outputs being written, not work starting
         self.peers = peers
         self.signum: int | None = None
         self.origin = ""  # " on another rank" when a peer took the signal
@@ -298,6 +337,8 @@ class StopFlag:
             self._previous[signum] = _install(signum, self._handle)
 
     def __enter__(self) -> StopFlag:
+        if not self.holding:
+            raise_pending_exit()  # work starts: a stop taken before, and lost, ends it now
         # Signals ignored now (by the program that calls oclsci, or after an earlier stop) stay
         # ignored: the CLI has put its handlers on SIGTERM and SIGUSR1 in any case.
         self._signals = tuple(signum for signum in honoured_signals()
@@ -349,6 +390,6 @@ def held() -> Iterator[StopFlag | None]:
     if threading.current_thread() is not threading.main_thread():
         yield None  # handlers and their signals belong to the main thread
         return
-    with StopFlag() as flag:
+    with StopFlag(holding=True) as flag:
         flag.work_done()
         yield flag

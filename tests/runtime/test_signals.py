@@ -132,6 +132,66 @@ def test_a_stop_agreed_with_other_ranks_ignores_later_signals():
     assert result.returncode == 75, result.stderr
 
 
+def _run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=120)
+
+
+def test_a_stop_whose_exception_python_dropped_ends_the_next_computation():
+    """A signal's SignalExit raised where Python drops exceptions (here a weakref callback:
+    "Exception ignored in") is not lost: the stop signals stay ignored, and the computation
+    that starts next raises it before doing anything. Deterministic: the callback signals
+    its own process and runs on, so the handler runs inside it."""
+    result = _run_python("""
+        import os, signal, sys, weakref
+        from oclsci.runtime.signals import SignalExit, StopFlag, install_exit_handlers
+        install_exit_handlers()
+        sys.unraisablehook = lambda hook: print("dropped", type(hook.exc_value).__name__)
+        class Thing:
+            pass
+        def callback(_):
+            os.kill(os.getpid(), signal.SIGUSR1)
+            for _ in range(10**6):
+                pass
+        thing = Thing()
+        ref = weakref.ref(thing, callback)
+        del thing
+        print("start-up goes on")
+        os.kill(os.getpid(), signal.SIGTERM)  # ignored: the first signal won
+        try:
+            with StopFlag():
+                print("computed")
+        except SignalExit as stop:
+            sys.exit(stop.exit_code)
+        sys.exit(3)
+    """)
+    assert result.returncode == 128 + signal.SIGUSR1, result
+    assert result.stdout.split("\n")[:2] == ["dropped SignalExit", "start-up goes on"], result
+
+
+def test_a_stop_during_a_deferred_block_acts_when_the_block_ends():
+    """While the CLI imports a command's modules (PyOpenCL's C++ set-up aborts the process on
+    an exception raised inside it), a stop signal is only remembered; the block ends, then
+    its SignalExit is raised. A second signal is ignored, as always."""
+    result = _run_python("""
+        import os, signal, sys
+        from oclsci.runtime.signals import SignalExit, deferred_exit, install_exit_handlers
+        install_exit_handlers()
+        try:
+            with deferred_exit():
+                os.kill(os.getpid(), signal.SIGINT)
+                for _ in range(10**6):
+                    pass
+                os.kill(os.getpid(), signal.SIGTERM)
+                print("the block ran to its end")
+        except SignalExit as stop:
+            sys.exit(stop.exit_code)
+        sys.exit(3)
+    """)
+    assert result.returncode == 128 + signal.SIGINT, result
+    assert result.stdout == "the block ran to its end\n", result
+
+
 @pytest.mark.parametrize("ignored", [signal.SIGHUP, signal.SIGINT])
 def test_an_ignored_signal_never_reaches_a_compilers_handler(ignored):
     """LLVM puts its own handler on SIGINT and SIGHUP while PoCL compiles, even where they are
