@@ -71,12 +71,15 @@ class NonFiniteResultError(OclsciError, ArithmeticError):
 
 
 class KernelBuildError(OclsciError):
-    """An OpenCL program failed to build; carries the build log and the saved source path."""
+    """An OpenCL program failed to build; carries the build log and the paths of the saved
+    source and log."""
 
-    def __init__(self, message: str, build_log: str = "", source_path: str | None = None):
+    def __init__(self, message: str, build_log: str = "", source_path: str | None = None,
+                 log_path: str | None = None):
         super().__init__(message)
         self.build_log = build_log
         self.source_path = source_path
+        self.log_path = log_path
 
 
 class Interrupted(OclsciError):

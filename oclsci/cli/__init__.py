@@ -27,7 +27,7 @@ from typing import IO, Any
 import click
 
 from oclsci import __version__, distributed_commands, workload_commands
-from oclsci.errors import KernelBuildError, OclsciError, OclsciWarning, first_line
+from oclsci.errors import OclsciError, OclsciWarning, first_line
 from oclsci.runtime import wants_mpi
 from oclsci.runtime.signals import (
     EXIT_SIGNAL_BASE,
@@ -172,9 +172,7 @@ def main(argv: list[str] | None = None) -> None:
 def _report(error: Exception) -> int:
     """Print one line for ``error`` and return the exit code."""
     if isinstance(error, OclsciError):
-        _error(first_line(error))
-        if isinstance(error, KernelBuildError) and error.build_log.strip():
-            click.echo("build log:\n" + error.build_log.rstrip(), err=True)
+        _error(first_line(error))  # a build failure's line names its saved log
         return error.exit_code
     import pyopencl as cl  # here, not above: `oclsci --help` and `--version` start without it
 

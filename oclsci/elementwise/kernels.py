@@ -388,8 +388,10 @@ class ElementwiseKernel:
             types = ", ".join(f"{a.param.name}: {a.dtype}" for a, _ in kernel_params)
             raise KernelBuildError(
                 f"elementwise kernel {self.name!r} ({types}) failed to build: "
-                f"{first or 'see the build log'}; rendered source saved to {error.source_path}",
-                build_log=error.build_log, source_path=error.source_path) from error
+                f"{first or 'see the build log'}; rendered source saved to {error.source_path}"
+                + (f", build log to {error.log_path}" if error.log_path else ""),
+                build_log=error.build_log, source_path=error.source_path,
+                log_path=error.log_path) from error
         # The device's and both built kernels' limits (CL_KERNEL_WORK_GROUP_SIZE can be lower).
         local = min(DEFAULT_LOCAL_SIZE, compute.facts.max_work_group_size,
                     *(programs.kernel_work_group_size(compute, k) for k in kernels))

@@ -190,6 +190,41 @@ def _save_source(template: str, source: str, directory: str | None = None) -> Pa
     return path
 
 
+@contextlib.contextmanager
+def _compiler_output() -> Any:
+    """Hold what the compiler writes to file descriptor 2 while the block builds (PoCL's
+    Clang prints "1 error generated." there beside the build log). Yields a list that holds
+    that text once the block ends; a block that succeeds writes it back to descriptor 2."""
+    said: list[str] = []
+    try:
+        saved = os.dup(2)
+    except OSError:  # no standard error to hold
+        yield said
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            said.append(held.read().decode(errors="replace"))
+        if said[0]:
+            os.write(2, said[0].encode())
+
+
+def _save_log(source_path: Path, log: str) -> Path | None:
+    """The build log beside the saved source (``.log`` for ``.cl``); None if it cannot be
+    written."""
+    path = source_path.with_suffix(".log")
+    try:
+        path.write_text(log)
+    except OSError:
+        return None
+    return path
+
+
 def _params_key(params: dict) -> tuple:
     return tuple(sorted((k, _plain(v)) for k, v in params.items()))
 
@@ -204,20 +239,25 @@ def build_program(compute: Any, template: str, options: tuple[str, ...] = (), **
     dump_dir = os.environ.get("OCLSCI_DUMP_SOURCE")
     if dump_dir:
         _save_source(template, source, dump_dir)
+    compiler_said: list[str] = []
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _compiler_output() as compiler_said:
             # NVIDIA prints notes on successful builds; they are not the user's concern.
             warnings.simplefilter("ignore", cl.CompilerWarning)
             program = cl.Program(compute.context, source).build(options=list(options))
     except cl.RuntimeError as error:
         path = _save_source(template, source, dump_dir)
-        log = getattr(error, "build_log", None) or str(error)
-        first = next((line for line in str(log).splitlines() if "error" in line.lower()), "")
+        log = "\n".join(part for part in (getattr(error, "build_log", None) or str(error),
+                                          *compiler_said) if part.strip())
+        log_path = _save_log(path, log)
+        first = next((line for line in log.splitlines() if "error" in line.lower()), "")
         raise KernelBuildError(
             f"kernel {template!r} ({_describe(params)}) failed to build with options "
-            f"{list(options)}: {first.strip() or 'see build log'}; rendered source saved to {path}",
-            build_log=str(log),
+            f"{list(options)}: {first.strip() or 'see the build log'}; rendered source saved to "
+            f"{path}" + (f", build log to {log_path}" if log_path else ""),
+            build_log=log,
             source_path=str(path),
+            log_path=None if log_path is None else str(log_path),
         ) from error
     cache[key] = program
     compute.build_count = getattr(compute, "build_count", 0) + 1
