@@ -127,12 +127,15 @@ def check_fits(array: np.ndarray, dtype: Any, what: str) -> None:
                                    f"{dtype.name}'s largest {limit:.4g}: {hint}")
 
 
-def check_finite(x: np.ndarray, what: str = "the result") -> np.ndarray:
-    """Return ``x``, or raise :class:`NonFiniteResultError` if it holds NaN or infinities."""
+def check_finite(x: np.ndarray, what: str = "the result", divides: bool = False) -> np.ndarray:
+    """Return ``x``, or raise :class:`NonFiniteResultError` if it holds NaN or infinities;
+    ``divides``: the computation may divide (by zero, then), not only overflow."""
     if x.size and not extremes_finite(x):
         bad = int(np.count_nonzero(~np.isfinite(x)))
         hint = "scale the input down" if x.dtype == np.float64 else \
             "use float64 or scale the input down"
+        cause = (f"overflowed {x.dtype.name} ({hint}) or divided by zero" if divides
+                 else f"overflowed {x.dtype.name}; {hint}")
         raise NonFiniteResultError(f"{what} holds {bad} NaN or infinite value(s): the "
-                                   f"computation overflowed {x.dtype.name}; {hint}")
+                                   f"computation {cause}")
     return x

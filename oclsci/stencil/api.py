@@ -87,7 +87,7 @@ class Stencil:
                                           kernel_params=kernel_params)
             halo = None
         run_steps(solver, problem.steps, halo=halo, progress=progress, should_stop=should_stop)
-        return check_finite(grid.read())
+        return check_finite(grid.read(), divides=True)
 
     def reference(self, u0: Any, steps: int, *, fields: Mapping | None = None,
                   params: Mapping | None = None, prev: Any = None,

@@ -245,7 +245,7 @@ class StencilRun:
         stop_flag.work_done()
         step_seconds = grid.slowest(watch.stop())
         u, self.prev = grid.gather()
-        on_root(placement, lambda: check_finite(u))
+        on_root(placement, lambda: check_finite(u, divides=True))
         distribution = grid.describe()
         grid.close()
         if not placement.is_root:

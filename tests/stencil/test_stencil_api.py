@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 import oclsci
-from oclsci.errors import ArgumentTypeError, Interrupted, InvalidArgumentError
+from oclsci.errors import (
+    ArgumentTypeError,
+    Interrupted,
+    InvalidArgumentError,
+    NonFiniteResultError,
+)
 from oclsci.stencil import Stencil
 
 HEAT = "u + k * (u[-1, 0] + u[1, 0] + u[0, -1] + u[0, 1] - 4 * u)"
@@ -51,6 +56,13 @@ def test_bad_arguments_are_refused_in_one_line(any_compute, call, error, fragmen
     with pytest.raises(error) as caught:
         call(stencil, np.ones((4, 5)))
     assert fragment in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_division_by_zero_is_named_as_a_possible_cause(any_compute):
+    with pytest.raises(NonFiniteResultError) as caught:
+        Stencil("u / 0").run(np.ones((3, 4)), 1, device=any_compute)
+    assert "12 NaN or infinite value(s): the computation overflowed float64 (scale the input " \
+           "down) or divided by zero" in str(caught.value)
 
 
 def test_fields_are_checked():
