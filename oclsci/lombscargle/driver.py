@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from oclsci.arrays import check_finite
 from oclsci.driver import Notify, Placement, ProgressFactory, Writes, drive, shown
 from oclsci.lombscargle import Periodogram
 from oclsci.lombscargle.files import check_output, parse_freqs, read_samples, write_periodogram
@@ -99,14 +100,16 @@ class LombScargleRun:
                                                   **self.job.options())
             if pgram is None:
                 return None
-            return LombScargleOutcome(compute, times.size, freqs, pgram, seconds,
+            return LombScargleOutcome(compute, times.size, freqs,
+                                      check_finite(pgram, "the periodogram"), seconds,
                                       distribution=describe_frequency_bands(world))
         plan = Periodogram(compute, times, values, freqs, **self.job.options())
         if notify is not None:
             notify(f"lombscargle: computing {freqs.size} frequencies of {times.size} samples")
         with shown(progress, freqs.size) as update:
             pgram = plan.run(should_stop=stop_flag, progress=update).get()
-        return LombScargleOutcome(compute, times.size, freqs, pgram,
+        return LombScargleOutcome(compute, times.size, freqs,
+                                  check_finite(pgram, "the periodogram"),
                                   plan.timings.device_seconds, plan.timings.launches)
 
     def outputs(self, outcome: LombScargleOutcome) -> Writes:

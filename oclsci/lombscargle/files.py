@@ -66,7 +66,8 @@ def read_samples(path: str | os.PathLike, *, normalize: bool = False,
 
 def _read_text(path: Path) -> np.ndarray:
     try:
-        lines = path.read_text(encoding="utf-8", errors="strict").splitlines()
+        # utf-8-sig: a byte-order mark (spreadsheets write one) is not part of the first line.
+        lines = path.read_text(encoding="utf-8-sig", errors="strict").splitlines()
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"{path}: not a readable text file ({error})") from None
     rows: list = []

@@ -22,7 +22,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cl_array
 
-from oclsci.arrays import check_dtype
+from oclsci.arrays import check_dtype, check_fits
 from oclsci.errors import InputError, Interrupted, OclsciWarning
 from oclsci.lombscargle.kernels import REGISTRY, auto_variant
 from oclsci.runtime import programs
@@ -133,6 +133,8 @@ class Periodogram:
             raise InputError(f"x and y must have the same length, got {xs.size} and {ys.size}")
         if precenter:
             ys = ys - ys.mean()
+        check_fits(xs, self.dtype, "x")
+        check_fits(ys, self.dtype, "y")
         self.n = int(xs.size)
         device_freqs = isinstance(freqs, cl_array.Array) and freqs.dtype == self.dtype \
             and freqs.ndim == 1 and freqs.flags.c_contiguous
@@ -145,7 +147,9 @@ class Periodogram:
         self.vector_width = vw = config["vector_width"]
         self.f_count = int(freqs.size) if device_freqs else 0
         if not device_freqs:
-            host_freqs = _host(freqs, "freqs").astype(self.dtype)
+            host_freqs = _host(freqs, "freqs")
+            check_fits(host_freqs, self.dtype, "freqs")
+            host_freqs = host_freqs.astype(self.dtype)
             self.f_count = host_freqs.size
         elif self.f_count == 0:
             raise InputError("freqs is empty")

@@ -214,6 +214,7 @@ def test_reference_is_scipy():
     ({"x": [[1.0, 2.0, 3.0]]}, "must be 1-D"),
     ({"normalize": "amplitude"}, "normalize must be"),
     ({"dtype": "int32"}, "dtype must be"),
+    ({"y": [1e300, 0.0, 1.0], "dtype": "float32"}, "y holds values up to 1e\\+300, beyond float32"),
 ])
 def test_bad_input_refused(any_compute, bad, match):
     args = {"x": [0.0, 1.0, 2.0], "y": [1.0, 0.0, 1.0], "freqs": [1.0], **bad}
@@ -346,6 +347,32 @@ def test_cli_bad_input_one_line(tmp_path, content, args, message):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in result.stderr, \
         result.stderr
+
+
+def test_cli_refuses_to_write_an_overflowed_periodogram(tmp_path, any_compute):
+    path = tmp_path / "loud.csv"
+    path.write_text("0,1e20\n1,-1e20\n2,1e20\n")
+    out = tmp_path / "p.npy"
+    result = run_cli("lombscargle", path, "--freqs", "1:2:3", "--dtype", "float32", "-o", out,
+                     "-q", "--device", any_compute.spec)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "oclsci: error: the periodogram holds 2 NaN or infinite value(s): the computation "
+        "overflowed float32; use float64 or scale the input down"], result.stderr
+    assert not out.exists()
+
+
+def test_cli_text_with_a_byte_order_mark_keeps_its_first_row(tmp_path, any_compute):
+    """Spreadsheets start UTF-8 text with a byte-order mark; it is not a header line."""
+    path = tmp_path / "bom.csv"
+    path.write_bytes("\ufeff0,1\n1,0.5\n2,-1\n".encode())
+    out = tmp_path / "p.npy"
+    result = run_cli("lombscargle", path, "--freqs", "1:2:3", "-o", out, "-q",
+                     "--device", any_compute.spec)
+    assert result.returncode == 0, result.stderr
+    want = lombscargle(np.array([0.0, 1.0, 2.0]), np.array([1.0, 0.5, -1.0]),
+                       np.linspace(1, 2, 3), device=any_compute)
+    assert np.array_equal(np.load(out), want)
 
 
 @pytest.mark.slow
