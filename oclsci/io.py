@@ -61,8 +61,10 @@ def read_array(path: str | os.PathLike) -> np.ndarray:
     return _read_image(path)
 
 
-def read_npy(path: Path) -> np.ndarray:
-    """Load a .npy file after checking its header against the file's size."""
+def read_npy(path: Path, held_bytes_per_value: int = 0) -> np.ndarray:
+    """Load a .npy file after checking its header against the file's size, and the host's
+    memory against the array and ``held_bytes_per_value`` more bytes per value (what the
+    caller makes of it)."""
     try:
         with open(path, "rb") as stream:
             if stream.read(6) != b"\x93NUMPY":
@@ -79,11 +81,13 @@ def read_npy(path: Path) -> np.ndarray:
         raise InputError(f"{path}: not a readable .npy array ({first_line(error)})") from None
     if dtype.hasobject:
         raise InputError(f"{path}: holds Python objects, not numbers")
-    expected = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+    values = int(np.prod(shape, dtype=np.float64))
+    expected = values * dtype.itemsize
     if expected > data_bytes:
         raise InputError(f"{path}: truncated .npy file (header says {expected} bytes of data, "
                          f"file has {data_bytes})")
-    check_host_memory(expected, f"reading {path} ({'x'.join(map(str, shape))} {dtype})")
+    check_host_memory(expected + values * held_bytes_per_value,
+                      f"reading {path} ({'x'.join(map(str, shape))} {dtype})")
     try:
         return np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:

@@ -38,7 +38,9 @@ def read_samples(path: str | os.PathLike, *, normalize: bool = False,
     """
     path = existing_file(path)
     text = path.suffix.lower() != ".npy"
-    array = _read_text(path) if text else read_npy(path)
+    # Held besides the file's array: the float64 columns, a copy of each in the run's dtype
+    # for the device, and the device's own (host memory too, on a CPU device).
+    array = _read_text(path) if text else read_npy(path, held_bytes_per_value=3 * 8)
     if array.dtype.kind not in "fiub":
         raise InputError(f"{path}: expected real numbers, got dtype {array.dtype}")
     if array.ndim != 2 or 2 not in array.shape:
@@ -98,7 +100,7 @@ def parse_freqs(spec: str | None, path: str | None) -> np.ndarray:
     if (spec is None) == (path is None):
         raise InputError("give exactly one of --freqs MIN:MAX:COUNT and --freqs-file F.npy")
     if path is not None:
-        freqs = read_npy(existing_file(path))
+        freqs = read_npy(existing_file(path), held_bytes_per_value=4 * 8)
         if freqs.ndim != 1 or freqs.size == 0 or freqs.dtype.kind not in "fiu":
             raise InputError(f"{path}: expected a non-empty 1-D array of numbers, got "
                              f"shape {freqs.shape}, dtype {freqs.dtype}")

@@ -79,6 +79,20 @@ def test_a_npy_larger_than_memory_is_refused_before_reading(tmp_path):
         read_npy(path)
 
 
+def test_what_a_reader_holds_besides_the_array_counts(tmp_path, monkeypatch):
+    """Lomb-Scargle holds 24 bytes per value besides its input (columns, copies, buffers):
+    an input whose array alone fits is refused when that does not (the OOM killer ended a
+    run silently)."""
+    from oclsci.io import read_npy
+
+    path = tmp_path / "samples.npy"
+    np.save(path, np.zeros((2, 1000)))  # 16000 bytes
+    monkeypatch.setattr(memory, "available_host_bytes", lambda: (50_000, "MemAvailable"))
+    assert read_npy(path).shape == (2, 1000)
+    with pytest.raises(InvalidArgumentError, match=r"samples\.npy .* needs 62\.50 KiB of host"):
+        read_npy(path, held_bytes_per_value=3 * 8)
+
+
 def test_pinned_arrays_take_copies_and_outlive_their_buffer(any_compute):
     source = np.arange(7 * 5, dtype=np.float64).reshape(7, 5)
     device = cl.Buffer(any_compute.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR,
