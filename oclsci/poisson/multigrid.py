@@ -75,7 +75,7 @@ class _StopPoll:
     """The poll a recorded cycle calls between the finest level's steps; it holds the queue and
     ``should_stop``, not the :class:`Multigrid`, so that a plan makes no reference cycle.
 
-    On one device (``paced``) it is called after every finest-level sweep and polls by time,
+    On one device (``paced``) it is called after every sweep of every level and polls by time,
     whatever the grid's size: a :class:`~oclsci.runtime.launch.Pacer` keeps the host a
     fraction of a second of device work ahead and the poll comes at each of its waits. Under
     MPI the poll is collective: every rank polls at every call, after waiting for its queue.
@@ -319,7 +319,7 @@ class Multigrid:
         m, n = shape["m"], shape["n"]
         level = dict(shape, rows=data["rows"], cols=data["cols"])
         for sweep in range(sweeps):
-            if sweep and index == 0 and self.halo is None:
+            if sweep and self.halo is None:  # on every level: --sweeps may ask for thousands
                 self._host_step(self._stop_poll)
             if self.smoother == "rbgs":
                 for colour in (0, 1):

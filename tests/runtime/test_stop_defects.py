@@ -301,6 +301,24 @@ def test_poisson_polls_within_a_cycle_whatever_the_grid(compute):
     assert "stopped by SIGUSR1 during a cycle" in str(stopped.value)
 
 
+def test_poisson_polls_between_the_sweeps_of_every_level(compute):
+    """`--sweeps 100000 0` on a small grid spent minutes on its coarser levels' sweeps, where
+    nothing polled: on one device the poll comes after every sweep of every level."""
+    from oclsci.poisson.hierarchy import build_levels
+    from oclsci.poisson.multigrid import Multigrid
+
+    pre = 6
+    mg = Multigrid(compute, build_levels((63, 47)), np.float64, pre=pre, post=0)
+    calls = []
+    mg._stop_poll = lambda: calls.append(1)  # recorded by the first cycle
+    u, f = mg.vector(), mg.vector()
+    mg.cycle(u, f)
+    compute.queue.finish()
+    smoothed = len(mg.levels) - 1  # the coarsest is solved, not smoothed
+    assert smoothed >= 2
+    assert len(calls) == smoothed * (pre - 1) + 2  # and the two around the finest's correction
+
+
 def test_only_distributed_commands_start_mpi_to_agree():
     """`oclsci --version` or `devices` in a Slurm task's subprocess (no PMI descriptor) must
     not start MPI: only the commands whose ranks work together agree on the command line."""
