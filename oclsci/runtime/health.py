@@ -23,6 +23,8 @@ from oclsci.runtime import cache_home
 POCL_PLATFORM_NAME = "portable computing language"
 # Free space PoCL needs in its cache to build a program (a program's cache entry is a few MB).
 POCL_MIN_FREE_BYTES = 32 * 2**20
+# PyOpenCL's caches (pytools' SQLite database, built binaries) need room to write.
+PYOPENCL_MIN_FREE_BYTES = 32 * 2**20
 
 
 def is_pocl(platform: Any) -> bool:
@@ -43,23 +45,29 @@ def pocl_cache_problem(environ: dict[str, str] | None = None,
                        min_free_bytes: int | None = None) -> str | None:
     """What keeps PoCL from using its kernel cache folder, in words, or None if it is usable."""
     min_free_bytes = POCL_MIN_FREE_BYTES if min_free_bytes is None else min_free_bytes
-    folder = pocl_cache_dir(environ)
+    return _cache_folder_problem("PoCL's kernel cache folder", pocl_cache_dir(environ),
+                                 min_free_bytes)
+
+
+def _cache_folder_problem(what: str, folder: Path, min_free_bytes: int) -> str | None:
+    """Why ``folder`` cannot hold a cache (made when missing, as its owner would make it; a
+    file made and removed in it; at least ``min_free_bytes`` free), in words naming
+    ``what``, or None."""
     if folder.exists() and not folder.is_dir():
-        return f"PoCL's kernel cache folder {folder} is not usable (a file, not a folder)"
+        return f"{what} {folder} is not usable (a file, not a folder)"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as error:
         reason = error.strerror or str(error)
-        return f"PoCL's kernel cache folder {folder} is not usable ({reason})"
+        return f"{what} {folder} is not usable ({reason})"
     try:
         free = shutil.disk_usage(folder).free
     except OSError:
         return None
     if free < min_free_bytes:
-        return (f"PoCL's kernel cache folder {folder} is on a full file system "
-                f"({free / 2**20:.1f} MiB free)")
+        return f"{what} {folder} is on a full file system ({free / 2**20:.1f} MiB free)"
     return None
 
 
@@ -86,9 +94,10 @@ def check_before_build(platform: Any) -> None:
             raise NoPlatformError(cache_advice(problem))
 
 
-def _unwritable(folder: Path) -> str | None:
+def _unwritable(folder: Path, min_free_bytes: int) -> str | None:
     """Why files cannot be made in ``folder`` (made when missing, as PyOpenCL makes it), in
-    words, or None; nothing is created to find out."""
+    words, or None; nothing is left behind to find out (a folder is made and removed in its
+    nearest existing parent: /proc takes none)."""
     probe = folder
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
@@ -96,6 +105,16 @@ def _unwritable(folder: Path) -> str | None:
         return f"{probe} is a file, not a folder"
     if not os.access(probe, os.W_OK | os.X_OK):  # EROFS too, for root
         return f"{probe} is not writable"
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=probe, prefix=".oclsci-probe-"))
+    except OSError as error:
+        return f"nothing can be made in {probe}: {error.strerror or error}"
+    try:
+        free = shutil.disk_usage(probe).free
+    except OSError:
+        return None
+    if free < min_free_bytes:
+        return f"a full file system: {free / 2**20:.1f} MiB free"
     return None
 
 
@@ -106,7 +125,7 @@ def pyopencl_cache_problem() -> str | None:
 
     for name in ("pytools", "pyopencl"):
         folder = Path(platformdirs.user_cache_dir(name, name))
-        reason = _unwritable(folder)
+        reason = _unwritable(folder, PYOPENCL_MIN_FREE_BYTES)
         if reason:
             return f"PyOpenCL's cache folder {folder} is not usable ({reason})"
     return None

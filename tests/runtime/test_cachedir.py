@@ -63,6 +63,20 @@ def test_unwritable_pyopencl_cache_is_turned_off_with_one_warning(tmp_path, monk
     assert list(tmp_path.iterdir()) == [tmp_path / "a-file"]  # nothing made to find out
 
 
+def test_pyopencl_cache_on_a_full_or_pseudo_file_system_is_turned_off(tmp_path, monkeypatch):
+    """/proc takes no folder, though root may write there; a full disk made PyOpenCL's SQLite
+    cache fail ("database or disk is full", an internal error): both turn the caches off."""
+    from oclsci.runtime import health
+
+    monkeypatch.setenv("XDG_CACHE_HOME", "/proc/no-such-cache")
+    problem = pyopencl_cache_problem()  # root may write /proc, others may not
+    assert "nothing can be made in /proc" in problem or "/proc is not writable" in problem
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(health, "PYOPENCL_MIN_FREE_BYTES", 2**62)
+    assert "(a full file system: " in pyopencl_cache_problem()
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
+
+
 def test_the_private_folder_goes_when_the_process_ends(tmp_path):
     """A job without a home folder leaves no temporary cache behind (one per rank and run)."""
     import subprocess
