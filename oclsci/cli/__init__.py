@@ -81,6 +81,39 @@ def cli(ctx: click.Context, debug: bool) -> None:
 _NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
 
 
+class _DiagnosticStream:
+    """Standard error for a run's messages (device line, progress, warnings, errors): a
+    message that cannot be written (a full disk under a batch job's log, a closed
+    descriptor) is dropped rather than ending the run."""
+
+    def __init__(self, stream: IO[str] | None):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            if self._stream is not None:
+                self._stream.write(text)
+        except (OSError, ValueError):
+            pass
+        return len(text)
+
+    def flush(self) -> None:
+        try:
+            if self._stream is not None:
+                self._stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def isatty(self) -> bool:
+        try:
+            return self._stream is not None and self._stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _error(message: str) -> None:
     click.echo(f"oclsci: error: {message}", err=True)
 
@@ -128,6 +161,15 @@ def _end_every_rank(error: BaseException) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``oclsci`` console script."""
+    previous = sys.stderr
+    sys.stderr = _DiagnosticStream(previous)  # messages never end a run
+    try:
+        _main(argv)
+    finally:
+        sys.stderr = previous
+
+
+def _main(argv: list[str] | None) -> None:
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     _show_warnings_as_lines()
     try:

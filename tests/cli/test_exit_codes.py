@@ -54,3 +54,25 @@ def test_exit_code_rule(invoke_cli, tmp_path, command, args, code):
 def test_help_is_exit_0(invoke_cli, command):
     exit_code, out, _ = invoke_cli(command, "--help")
     assert exit_code == 0 and "Usage:" in out
+
+
+@pytest.mark.parametrize("stderr", ["full", "closed"])
+def test_a_run_whose_messages_cannot_be_written_still_ends_as_done(tmp_path, stderr):
+    """Standard error on a full disk (a batch job's log) or closed: the device line and the
+    summary's warnings are dropped, the run and its output are not."""
+    import os
+    import subprocess
+
+    from conftest import DEVICE_SPECS, cli_command
+
+    if not DEVICE_SPECS:
+        pytest.skip("no OpenCL device")
+    np.save(tmp_path / "b.npy", np.ones((6, 7), np.float32))
+    command = cli_command("jacobi", tmp_path / "b.npy", "-n", 3, "-o", tmp_path / "x.npy",
+                          "--device", DEVICE_SPECS[0])
+    with open(os.devnull if stderr == "closed" else "/dev/full", "w") as sink:
+        result = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=sink, timeout=120, close_fds=True,
+                                preexec_fn=(lambda: os.close(2)) if stderr == "closed" else None)
+    assert result.returncode == 0
+    assert np.load(tmp_path / "x.npy").shape == (6, 7)
