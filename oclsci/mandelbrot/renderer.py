@@ -244,10 +244,14 @@ class MandelbrotRenderer:
             want_smooth=bool(want_smooth))
 
     def enqueue(self, want_z: bool = False, want_smooth: bool = True,
-                rows: tuple[int, int] | None = None) -> Any:
+                rows: tuple[int, int] | None = None,
+                items: tuple[int, int] | None = None) -> Any:
         """Launch the kernel without waiting; return its event.
 
-        ``rows=(first, count)`` launches only those rows of the band (a global offset).
+        ``rows=(first, count)`` launches only those rows of the band (a global offset);
+        ``items=(first, count)`` only those work-items along the rows (columns of
+        ``vector_width x unroll`` pixels each; ``count`` a multiple of the work-group's
+        width).
         """
         pixels = self.width * self.row_count
         itemsize = self.dtype.itemsize
@@ -259,21 +263,35 @@ class MandelbrotRenderer:
         kernel.set_args(self.counts_buffer, z_buffer, smooth_buffer, self.x_buffer,
                         self.y_buffer, *self.scalars)
         local = self._fitted_local_size(kernel)
-        if rows is None or rows == (0, self.row_count):
+        if (rows is None or rows == (0, self.row_count)) and items is None:
             return cl.enqueue_nd_range_kernel(self.compute.queue, kernel, self.global_size,
                                               local)
-        first, count = rows
+        first, count = rows or (0, self.row_count)
         if self.local_size is not None:
             count = -(-count // self.local_size[1]) * self.local_size[1]
+        item_first, item_count = items or (0, self.global_size[0])
         return cl.enqueue_nd_range_kernel(self.compute.queue, kernel,
-                                          (self.global_size[0], count), local,
-                                          global_work_offset=(0, first))
+                                          (item_count, count), local,
+                                          global_work_offset=(item_first, first))
 
     def _rows_per_launch(self) -> int:
         """Most rows a launch takes: ITERATIONS_PER_LAUNCH in the worst case, whole units."""
-        budget = ITERATIONS_PER_LAUNCH["cpu" if self.compute.is_cpu else "gpu"]
-        rows = budget // max(1, self.width * self.maxiter)
+        rows = self._budget() // max(1, self.width * self.maxiter)
         return max(1, rows // self.row_unit) * self.row_unit
+
+    def _budget(self) -> int:
+        return ITERATIONS_PER_LAUNCH["cpu" if self.compute.is_cpu else "gpu"]
+
+    def _items_per_launch(self) -> int | None:
+        """Work-items along the rows that one launch of a row unit takes when the unit's
+        whole width is over ITERATIONS_PER_LAUNCH in the worst case (whole work-groups, one
+        at least); None when a row unit fits one launch."""
+        pixels = self.vector_width * self.unroll
+        if self.width * self.maxiter * self.row_unit <= self._budget():
+            return None
+        group = 1 if self.local_size is None else self.local_size[0]
+        items = self._budget() // (self.maxiter * self.row_unit * pixels)
+        return max(1, items // group) * group
 
     def _fitted_local_size(self, kernel: Any) -> tuple[int, int] | None:
         """GPU_LOCAL_SIZE, halved (rows first) while the built kernel allows fewer work-items
@@ -287,7 +305,8 @@ class MandelbrotRenderer:
 
         Long images (large ``maxiter``) go in bands of rows, paced (:mod:`oclsci.runtime.launch`) so
         that the host is at most a fraction of a second ahead and a signal stops the run
-        between bands (see :mod:`oclsci.runtime.signals`).
+        between bands (see :mod:`oclsci.runtime.signals`); where one band of a work-group's
+        rows is over the launch's budget, it goes in pieces along its rows.
         """
         wall = time.perf_counter()
         queue = self.compute.queue
@@ -303,8 +322,18 @@ class MandelbrotRenderer:
         # wait for each band, so that a stop leaves nothing running (one band of lag).
         most = self._rows_per_launch() // unit
         pacer = Pacer(first_chunk=most, max_chunk=most, in_flight=0)
+        across = self._items_per_launch()
         row = 0
         while row < self.row_count:
+            if across is not None:  # a row unit at a time, in pieces along its rows
+                count = min(self.row_count - row, unit)
+                for first in range(0, self.global_size[0], across):
+                    event = self.enqueue(want_z, want_smooth, rows=(row, count),
+                                         items=(first, min(across, self.global_size[0] - first)))
+                    kernel_watch.record(event)
+                    pacer.submitted(event, 1)
+                row += count
+                continue
             count = min(self.row_count - row, pacer.launches() * unit)
             event = self.enqueue(want_z, want_smooth, rows=(row, count))
             kernel_watch.record(event)

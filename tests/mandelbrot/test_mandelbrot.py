@@ -68,6 +68,32 @@ def test_bands_of_rows_make_the_image(any_compute):
     assert np.array_equal(np.vstack([b.smooth for b in bands]), full.smooth)
 
 
+@pytest.mark.parametrize("vector_width", [1, 4])
+def test_rows_too_costly_for_one_launch_go_in_pieces_along_them(any_compute, monkeypatch,
+                                                                vector_width):
+    """A row unit whose width x maxiter is over the launch budget (--maxiter 20000000: one
+    launch of minutes, a signal waiting for it) goes in pieces of whole work-groups along
+    its rows, each within the budget; the image is the same, bit for bit."""
+    from oclsci.mandelbrot import renderer
+
+    whole = mandelbrot(**ZOOM, device=any_compute, vector_width=vector_width, return_z=True)
+    monkeypatch.setattr(renderer, "ITERATIONS_PER_LAUNCH", {"cpu": 4000, "gpu": 4000})
+    plan = MandelbrotRenderer(any_compute, **ZOOM, vector_width=vector_width)
+    launches = []
+    enqueue = plan.enqueue
+    monkeypatch.setattr(plan, "enqueue", lambda *a, **k: launches.append(k) or enqueue(*a, **k))
+    pieces = plan.run(want_z=True)
+    assert np.array_equal(pieces.counts, whole.counts)
+    assert np.array_equal(pieces.z, whole.z)
+    assert np.array_equal(pieces.smooth, whole.smooth)
+    pixels = plan.vector_width * plan.unroll
+    for launch in launches:
+        items, rows = launch["items"][1], launch["rows"][1]
+        group = plan.local_size or (1, 1)
+        assert items * pixels * rows * ZOOM["maxiter"] <= 4000 or items == group[0]
+    assert len(launches) > plan.row_count // plan.row_unit  # pieces, not rows
+
+
 def test_row_band_covers_every_row():
     for height, parts in [(10, 3), (7, 7), (1250, 4), (5, 1)]:
         bands = [row_band(height, parts, k) for k in range(parts)]
