@@ -106,18 +106,30 @@ def _flag(path: Path, value: np.ndarray | None, boundary: Any) -> bool:
 
 
 def resumed_problem(path: str, state: StencilCheckpoint, expression: str, build: Any,
-                    given_fields: dict[str, np.ndarray], dtype: str | None) -> Problem:
+                    given_fields: dict[str, np.ndarray], dtype: str | None,
+                    names: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> Problem:
     """The problem that goes on from ``state``: ``build(u0, fields, prev, dtype)`` makes it
     (the command's stencil ``expression``, parameters and steps); refused in one line when
     the command names another stencil, parameters, boundary value, fields or dtype, or fewer
     steps than were done. ``given_fields``: the fields the command names again (they must be the
-    checkpoint's)."""
+    checkpoint's); ``names``: the (parameters, fields) the command's stencil reads, compared
+    first (a parameter left out of the command would read as a field)."""
     def refuse(what: str) -> NoReturn:
         raise InputError(f"checkpoint {path} was made for {what}; resume with the command that "
                          "wrote it")
 
     if state.expression != expression:
         refuse(f"the stencil {state.expression!r}")
+
+    def other_parameters() -> NoReturn:
+        refuse("other parameters: " + (", ".join(f"{name}={value}" for name, value
+                                                 in state.params.items()) or "none"))
+    if names is not None:
+        params, fields = names
+        if set(state.params) != set(params):
+            other_parameters()
+        if set(state.fields) != set(fields):
+            refuse(f"the fields {', '.join(sorted(state.fields)) or '(none)'}")
     saved = state.u.dtype.name
     if dtype is not None and dtype != saved:
         raise InputError(f"--dtype {dtype} contradicts checkpoint {path}, which holds a "
@@ -129,8 +141,7 @@ def resumed_problem(path: str, state: StencilCheckpoint, expression: str, build:
     if set(state.params) != set(problem.params) or any(
             not same_bits(np.asarray(state.params[name], dtype), np.asarray(value, dtype))
             for name, value in problem.params.items()):
-        refuse("other parameters: " + (", ".join(f"{name}={value}" for name, value
-                                                 in state.params.items()) or "none"))
+        other_parameters()
     if state.periodic != problem.periodic:
         refuse("periodic boundaries" if state.periodic else "a boundary value")
     if not same_bits(np.asarray(state.boundary, dtype), np.asarray(problem.boundary, dtype)):

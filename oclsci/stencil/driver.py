@@ -173,7 +173,8 @@ def load_problem(stencil: Stencil, job: StencilJob) -> tuple[Problem, int]:
 
     state = load_checkpoint(job.resume)
     problem = resumed_problem(job.resume, state, stencil.expression.text, build, fields,
-                              job.dtype)
+                              job.dtype, names=(stencil.expression.params,
+                                                stencil.expression.fields))
     return problem, state.step
 
 

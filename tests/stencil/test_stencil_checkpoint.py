@@ -72,6 +72,11 @@ def test_resuming_another_run_is_refused(run, invoke_cli):
             (resume(WAVE, "0.3", 3), "is at step 4, past --steps 3")):
         assert code == InputError.exit_code and words in err, err
         assert len(err.strip().splitlines()) == 1, err
+    # A parameter left out reads as a field: still the checkpoint's parameters are named.
+    code, _, err = invoke_cli("stencil", WAVE, "-n", 9, "--resume", checkpoint, "-o",
+                              folder / "x.npy", "--device", DEVICE_SPECS[0])
+    assert code == InputError.exit_code, err
+    assert "was made for other parameters: c=0.3" in err and len(err.strip().splitlines()) == 1
     assert resume()[0] == 0  # the fields come from the checkpoint
 
 
