@@ -27,12 +27,13 @@ from typing import IO, Any
 import click
 
 from oclsci import __version__, distributed_commands, workload_commands
-from oclsci.errors import OclsciError, OclsciWarning, first_line
+from oclsci.errors import KernelBuildError, OclsciError, OclsciWarning, first_line
 from oclsci.runtime import wants_mpi
 from oclsci.runtime.signals import (
     EXIT_SIGNAL_BASE,
     SignalExit,
     deferred_exit,
+    forget_exit,
     install_exit_handlers,
 )
 
@@ -110,7 +111,13 @@ class _DiagnosticStream:
         except (OSError, ValueError):
             return False
 
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
     def __getattr__(self, name: str) -> Any:
+        if name == "_stream" or self.__dict__.get("_stream") is None:
+            raise AttributeError(name)  # no stream (closed at start), or not made yet (copy)
         return getattr(self._stream, name)
 
 
@@ -167,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         _main(argv)
     finally:
         sys.stderr = previous
+        forget_exit()  # a later call of the API in this process starts afresh
 
 
 def _main(argv: list[str] | None) -> None:
@@ -176,7 +184,8 @@ def _main(argv: list[str] | None) -> None:
         install_exit_handlers()  # SIGINT too: no KeyboardInterrupt for click to catch
         args = list(sys.argv[1:] if argv is None else argv)
         if wants_mpi() and _runs_as_ranks(args):  # the same command on every rank, at start
-            from oclsci.mpi.world import agree_on_command
+            with deferred_exit():  # it imports PyOpenCL (and MPI)
+                from oclsci.mpi.world import agree_on_command
 
             agree_on_command(args)
         cli.main(args=argv, prog_name="oclsci", standalone_mode=False)
@@ -214,7 +223,10 @@ def _main(argv: list[str] | None) -> None:
 def _report(error: Exception) -> int:
     """Print one line for ``error`` and return the exit code."""
     if isinstance(error, OclsciError):
-        _error(first_line(error))  # a build failure's line names its saved log
+        _error(first_line(error))  # a build failure's line names its saved log, if saved
+        if isinstance(error, KernelBuildError) and error.log_path is None and \
+                error.build_log.strip():
+            click.echo("build log:\n" + error.build_log.rstrip(), err=True)
         return error.exit_code
     import pyopencl as cl  # here, not above: `oclsci --help` and `--version` start without it
 

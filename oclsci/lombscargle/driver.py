@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from oclsci.arrays import check_finite
-from oclsci.driver import Notify, Placement, ProgressFactory, Writes, drive, shown
+from oclsci.driver import Notify, Placement, ProgressFactory, Writes, drive, on_root, shown
 from oclsci.lombscargle import Periodogram
 from oclsci.lombscargle.files import check_output, parse_freqs, read_samples, write_periodogram
 from oclsci.runtime.device import ComputeContext
@@ -98,10 +98,12 @@ class LombScargleRun:
             pgram, seconds = periodogram_on_ranks(world, compute, times, values, freqs,
                                                   stop_flag=stop_flag, progress=progress,
                                                   **self.job.options())
+            # The root's check, its error raised on every rank (an agreed end, not an abort).
+            on_root(self.placement, lambda: None if pgram is None
+                    else check_finite(pgram, "the periodogram"))
             if pgram is None:
                 return None
-            return LombScargleOutcome(compute, times.size, freqs,
-                                      check_finite(pgram, "the periodogram"), seconds,
+            return LombScargleOutcome(compute, times.size, freqs, pgram, seconds,
                                       distribution=describe_frequency_bands(world))
         plan = Periodogram(compute, times, values, freqs, **self.job.options())
         if notify is not None:

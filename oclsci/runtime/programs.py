@@ -190,30 +190,6 @@ def _save_source(template: str, source: str, directory: str | None = None) -> Pa
     return path
 
 
-@contextlib.contextmanager
-def _compiler_output() -> Any:
-    """Hold what the compiler writes to file descriptor 2 while the block builds (PoCL's
-    Clang prints "1 error generated." there beside the build log). Yields a list that holds
-    that text once the block ends; a block that succeeds writes it back to descriptor 2."""
-    said: list[str] = []
-    try:
-        saved = os.dup(2)
-    except OSError:  # no standard error to hold
-        yield said
-        return
-    with tempfile.TemporaryFile() as held:
-        os.dup2(held.fileno(), 2)
-        try:
-            yield said
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            held.seek(0)
-            said.append(held.read().decode(errors="replace"))
-        if said[0]:
-            os.write(2, said[0].encode())
-
-
 def _save_log(source_path: Path, log: str) -> Path | None:
     """The build log beside the saved source (``.log`` for ``.cl``); None if it cannot be
     written."""
@@ -239,16 +215,14 @@ def build_program(compute: Any, template: str, options: tuple[str, ...] = (), **
     dump_dir = os.environ.get("OCLSCI_DUMP_SOURCE")
     if dump_dir:
         _save_source(template, source, dump_dir)
-    compiler_said: list[str] = []
     try:
-        with warnings.catch_warnings(), _compiler_output() as compiler_said:
+        with warnings.catch_warnings():
             # NVIDIA prints notes on successful builds; they are not the user's concern.
             warnings.simplefilter("ignore", cl.CompilerWarning)
             program = cl.Program(compute.context, source).build(options=list(options))
     except cl.RuntimeError as error:
         path = _save_source(template, source, dump_dir)
-        log = "\n".join(part for part in (getattr(error, "build_log", None) or str(error),
-                                          *compiler_said) if part.strip())
+        log = str(getattr(error, "build_log", None) or error)
         log_path = _save_log(path, log)
         first = next((line for line in log.splitlines() if "error" in line.lower()), "")
         raise KernelBuildError(

@@ -136,6 +136,13 @@ def raise_pending_exit() -> None:
         raise SignalExit(_EXIT_TAKEN)
 
 
+def forget_exit() -> None:
+    """Forget a stop signal taken outside a computation (the command it stopped has ended;
+    the process goes on, as a test or a program calling the CLI's main does)."""
+    global _EXIT_TAKEN
+    _EXIT_TAKEN = None
+
+
 @contextlib.contextmanager
 def deferred_exit() -> Iterator[None]:
     """Remember a stop signal taken while the block runs, and raise its

@@ -23,7 +23,7 @@ from oclsci.stencil.periodic import PeriodicGrid
 from oclsci.stencil.problem import Problem, check_boundary, prepare
 from oclsci.stencil.reference import stencil_numpy
 from oclsci.stencil.runner import run_steps
-from oclsci.stencil.solver import StencilSolver
+from oclsci.stencil.solver import StencilSolver, divides
 
 __all__ = ["Stencil", "run_steps"]
 
@@ -87,7 +87,7 @@ class Stencil:
                                           kernel_params=kernel_params)
             halo = None
         run_steps(solver, problem.steps, halo=halo, progress=progress, should_stop=should_stop)
-        return check_finite(grid.read(), divides=True)
+        return check_finite(grid.read(), divides=divides(problem.expression.root))
 
     def reference(self, u0: Any, steps: int, *, fields: Mapping | None = None,
                   params: Mapping | None = None, prev: Any = None,

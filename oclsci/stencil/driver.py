@@ -42,7 +42,7 @@ from oclsci.stencil.api import Stencil
 from oclsci.stencil.periodic import PeriodicGrid
 from oclsci.stencil.problem import Problem
 from oclsci.stencil.runner import run_steps
-from oclsci.stencil.solver import StencilSolver
+from oclsci.stencil.solver import StencilSolver, divides
 
 
 @dataclass(frozen=True)
@@ -246,7 +246,7 @@ class StencilRun:
         stop_flag.work_done()
         step_seconds = grid.slowest(watch.stop())
         u, self.prev = grid.gather()
-        on_root(placement, lambda: check_finite(u, divides=True))
+        on_root(placement, lambda: check_finite(u, divides=divides(self.problem.expression.root)))
         distribution = grid.describe()
         grid.close()
         if not placement.is_root:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import math
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -288,6 +289,10 @@ def parse(text: str, params: Iterable[str] = (), fields: Iterable[str] | None = 
     if both:
         raise StencilSyntaxError(f"stencil {text!r}: {sorted(both)[0]!r} is both a field "
                                  "and a parameter")
+    # Each walk over the tree (parser, reference, code generator) recurses once per level:
+    # room for MAX_DEPTH levels above whatever depth the caller runs at.
+    if sys.getrecursionlimit() < MAX_DEPTH + 2000:
+        sys.setrecursionlimit(MAX_DEPTH + 2000)
     parser = _Parser(text, params, fields)
     root = parser.parse()
     offsets = [load.offset for load in loads(root) if load.offset is not None]
