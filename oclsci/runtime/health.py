@@ -62,13 +62,18 @@ def _cache_folder_problem(what: str, folder: Path, min_free_bytes: int) -> str |
     except OSError as error:
         reason = error.strerror or str(error)
         return f"{what} {folder} is not usable ({reason})"
+    free = _short_of_space(folder, min_free_bytes)
+    return None if free is None else f"{what} {folder} is on a full file system ({free})"
+
+
+def _short_of_space(folder: Path, min_free_bytes: int) -> str | None:
+    """``N MiB free`` where ``folder``'s file system has less than ``min_free_bytes`` free,
+    else None (also when it cannot tell)."""
     try:
         free = shutil.disk_usage(folder).free
     except OSError:
         return None
-    if free < min_free_bytes:
-        return f"{what} {folder} is on a full file system ({free / 2**20:.1f} MiB free)"
-    return None
+    return f"{free / 2**20:.1f} MiB free" if free < min_free_bytes else None
 
 
 def cache_advice(problem: str) -> str:
@@ -109,13 +114,8 @@ def _unwritable(folder: Path, min_free_bytes: int) -> str | None:
         os.rmdir(tempfile.mkdtemp(dir=probe, prefix=".oclsci-probe-"))
     except OSError as error:
         return f"nothing can be made in {probe}: {error.strerror or error}"
-    try:
-        free = shutil.disk_usage(probe).free
-    except OSError:
-        return None
-    if free < min_free_bytes:
-        return f"a full file system: {free / 2**20:.1f} MiB free"
-    return None
+    free = _short_of_space(probe, min_free_bytes)
+    return None if free is None else f"a full file system: {free}"
 
 
 def pyopencl_cache_problem() -> str | None:
