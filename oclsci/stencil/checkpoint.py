@@ -107,7 +107,7 @@ def _flag(path: Path, value: np.ndarray | None, boundary: Any) -> bool:
 
 def resumed_problem(path: str, state: StencilCheckpoint, expression: str, build: Any,
                     given_fields: dict[str, np.ndarray], dtype: str | None,
-                    names: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> Problem:
+                    names: tuple[tuple[str, ...], tuple[str, ...]]) -> Problem:
     """The problem that goes on from ``state``: ``build(u0, fields, prev, dtype)`` makes it
     (the command's stencil ``expression``, parameters and steps); refused in one line when
     the command names another stencil, parameters, boundary value, fields or dtype, or fewer
@@ -124,12 +124,11 @@ def resumed_problem(path: str, state: StencilCheckpoint, expression: str, build:
     def other_parameters() -> NoReturn:
         refuse("other parameters: " + (", ".join(f"{name}={value}" for name, value
                                                  in state.params.items()) or "none"))
-    if names is not None:
-        params, fields = names
-        if set(state.params) != set(params):
-            other_parameters()
-        if set(state.fields) != set(fields):
-            refuse(f"the fields {', '.join(sorted(state.fields)) or '(none)'}")
+    params, fields = names
+    if set(state.params) != set(params):
+        other_parameters()
+    if set(state.fields) != set(fields):
+        refuse(f"the fields {', '.join(sorted(state.fields)) or '(none)'}")
     saved = state.u.dtype.name
     if dtype is not None and dtype != saved:
         raise InputError(f"--dtype {dtype} contradicts checkpoint {path}, which holds a "
@@ -138,16 +137,13 @@ def resumed_problem(path: str, state: StencilCheckpoint, expression: str, build:
     if (state.prev is None) == problem.expression.uses_prev:
         refuse("a stencil " + ("without" if state.prev is None else "with") + " u.prev")
     dtype = problem.dtype
-    if set(state.params) != set(problem.params) or any(
-            not same_bits(np.asarray(state.params[name], dtype), np.asarray(value, dtype))
-            for name, value in problem.params.items()):
+    if any(not same_bits(np.asarray(state.params[name], dtype), np.asarray(value, dtype))
+           for name, value in problem.params.items()):
         other_parameters()
     if state.periodic != problem.periodic:
         refuse("periodic boundaries" if state.periodic else "a boundary value")
     if not same_bits(np.asarray(state.boundary, dtype), np.asarray(problem.boundary, dtype)):
         refuse(f"the boundary value {state.boundary}")
-    if set(state.fields) != set(problem.fields):
-        refuse(f"the fields {', '.join(sorted(state.fields)) or '(none)'}")
     for name in given_fields:
         if not same_bits(problem.fields[name], state.fields[name]):
             refuse(f"another field {name}")
